@@ -1,0 +1,52 @@
+"""Markers: gpu, nix, cuda_build, slow (see pyproject.toml). Tests whose machine
+cannot run them are skipped with the reason, so `.ci/run` can say what it skipped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def _cuda_build_available() -> tuple[bool, str]:
+    try:
+        import torch
+    except Exception:
+        return False, "torch is not installed"
+    if torch.version.cuda is None:
+        return False, f"torch {torch.__version__} is not a CUDA build"
+    cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+    if not (shutil.which("nvcc") or Path(cuda_home, "bin", "nvcc").exists()):
+        return False, "nvcc not found (set CUDA_HOME)"
+    return True, ""
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu = _cuda_available()
+    nix = shutil.which("nix") is not None
+    cuda_build, cuda_reason = _cuda_build_available()
+    for item in items:
+        if "gpu" in item.keywords and not gpu:
+            item.add_marker(pytest.mark.skip(reason="gpu: no CUDA device on this machine"))
+        if "nix" in item.keywords and not nix:
+            item.add_marker(pytest.mark.skip(reason="nix: nix is not on PATH"))
+        if "cuda_build" in item.keywords and not cuda_build:
+            item.add_marker(pytest.mark.skip(reason=f"cuda_build: {cuda_reason}"))
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO_ROOT
