@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `pipeline check` every kernel of a joined bundle against its build matrix.
+#
+#   ci/check-bundle.sh BUNDLE_DIR VARIANTS_JSON [--ci]
+#
+# BUNDLE_DIR/<kernel>/<variant>/ comes from ci/join_artifacts.py; the kernel
+# projects' paths come from the per-variant matrix ci/plan.py wrote. Each
+# report lands in checks/<kernel>.json and as a table in the job summary.
+# Every kernel is checked even when an earlier one fails.
+set -euo pipefail
+
+if [ "$#" -lt 2 ]; then
+  echo "usage: ci/check-bundle.sh BUNDLE_DIR VARIANTS_JSON [--ci]" >&2
+  exit 2
+fi
+bundle=$1
+variants=$2
+shift 2
+
+status=0
+found=0
+while IFS=$'\t' read -r kernel path; do
+  found=1
+  python ci/report.py --save "checks/${kernel}.json" check "${bundle}/${kernel}" --project "$path" "$@" || status=1
+done < <(python -c '
+import json, sys
+rows = json.load(open(sys.argv[1], encoding="utf-8"))["include"]
+for kernel, path in sorted({(r["kernel"], r["path"]) for r in rows}):
+    print(f"{kernel}\t{path}")
+' "$variants")
+if [ "$found" -eq 0 ]; then
+  echo "ci/check-bundle.sh: the matrix in $variants has no kernels" >&2
+  exit 1
+fi
+exit "$status"

@@ -1,0 +1,107 @@
+"""Benchmark cases for rmsnorm, in the contract of `pipeline/bench.py`.
+
+Shapes: the Qwen3-8B decoder (hidden 4096; 128 to 32768 tokens) and the
+LTX-Video transformer (hidden 2048 and 3072), bf16. Baselines:
+
+* eager: the composite the Hugging Face blog post measured against
+  (`x.float()`, `pow(2).mean(-1)`, `rsqrt`, multiply, cast back, times weight),
+* F.rms_norm: PyTorch's fused op,
+* torch.compile: the eager composite through torch.compile (inductor).
+
+fused_add_rms_norm is measured against eager `x + residual` followed by
+F.rms_norm, and against torch.compile of add + composite.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-6
+DTYPE = torch.bfloat16
+
+QWEN3_TOKENS = (128, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+LTX_TOKENS = (1024, 4096, 8192, 16384)
+
+
+def eager_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    # The blog post's baseline (transformers' LlamaRMSNorm.forward).
+    input_dtype = x.dtype
+    h = x.float()
+    variance = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(variance + eps)
+    return weight * h.to(input_dtype)
+
+
+def eager_add_rms_norm(x, residual, weight, eps: float = EPS):
+    s = x + residual
+    return eager_rms_norm(s, weight, eps), s
+
+
+def add_then_f_rms_norm(x, residual, weight, eps: float = EPS):
+    s = x + residual
+    return F.rms_norm(s, (s.shape[-1],), weight, eps), s
+
+
+def _rms_norm_case(group: str, tokens: int, hidden: int) -> dict:
+    def setup(kernel, device):
+        g = torch.Generator(device=device).manual_seed(tokens * 7 + hidden)
+        x = torch.randn(tokens, hidden, generator=g, device=device, dtype=DTYPE)
+        w = torch.randn(hidden, generator=g, device=device, dtype=DTYPE)
+        out = torch.empty_like(x)
+        compiled = torch.compile(eager_rms_norm, dynamic=False, fullgraph=True)
+        return {
+            "kernel": lambda: kernel.rms_norm(x, w, EPS, out=out),
+            "eager": lambda: eager_rms_norm(x, w, EPS),
+            "F.rms_norm": lambda: F.rms_norm(x, (hidden,), w, EPS),
+            "torch.compile": lambda: compiled(x, w, EPS),
+        }
+
+    # Fewest bytes: read x, write out, read the weight once.
+    nbytes = 2 * tokens * hidden * DTYPE.itemsize + hidden * DTYPE.itemsize
+    return {
+        "name": f"rms_norm/{tokens}x{hidden}",
+        "op": "rms_norm",
+        "group": group,
+        "shape": f"{tokens}x{hidden}",
+        "dtype": "bfloat16",
+        "bytes": nbytes,
+        "setup": setup,
+        "baselines": ("eager", "F.rms_norm", "torch.compile"),
+    }
+
+
+def _fused_case(group: str, tokens: int, hidden: int) -> dict:
+    def setup(kernel, device):
+        g = torch.Generator(device=device).manual_seed(tokens * 11 + hidden)
+        x = torch.randn(tokens, hidden, generator=g, device=device, dtype=DTYPE)
+        r = torch.randn(tokens, hidden, generator=g, device=device, dtype=DTYPE)
+        w = torch.randn(hidden, generator=g, device=device, dtype=DTYPE)
+        out, res_out = torch.empty_like(x), torch.empty_like(x)
+        compiled = torch.compile(eager_add_rms_norm, dynamic=False, fullgraph=True)
+        return {
+            "kernel": lambda: kernel.fused_add_rms_norm(x, r, w, EPS, out=out, residual_out=res_out),
+            "add + F.rms_norm": lambda: add_then_f_rms_norm(x, r, w, EPS),
+            "torch.compile": lambda: compiled(x, r, w, EPS),
+        }
+
+    # Read x and residual, write out and residual_out, read the weight once.
+    nbytes = 4 * tokens * hidden * DTYPE.itemsize + hidden * DTYPE.itemsize
+    return {
+        "name": f"fused_add_rms_norm/{tokens}x{hidden}",
+        "op": "fused_add_rms_norm",
+        "group": group,
+        "shape": f"{tokens}x{hidden}",
+        "dtype": "bfloat16",
+        "bytes": nbytes,
+        "setup": setup,
+        "baselines": ("add + F.rms_norm", "torch.compile"),
+    }
+
+
+def bench_cases() -> list[dict]:
+    cases = [_rms_norm_case("Qwen3-8B", t, 4096) for t in QWEN3_TOKENS]
+    for hidden in (2048, 3072):
+        cases += [_rms_norm_case("LTX-Video", t, hidden) for t in LTX_TOKENS]
+    cases += [_fused_case("Qwen3-8B", t, 4096) for t in QWEN3_TOKENS]
+    return cases

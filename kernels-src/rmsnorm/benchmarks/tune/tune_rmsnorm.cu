@@ -1,0 +1,139 @@
+// Standalone launch-configuration sweep for the rmsnorm CUDA kernels (no
+// torch): times every candidate configuration per shape with CUDA events, the
+// L2 flushed before each repetition, median of REPS, against a device-to-device
+// copy measured in the same process. Used to pick choose_config's defaults;
+// the figures that count come from `python -m pipeline bench`.
+//
+//   nvcc -O3 -gencode=arch=compute_90,code=sm_90 -I../../rmsnorm_cuda tune_rmsnorm.cu -o tune
+//   ./tune            (prints one line per shape and configuration, best last)
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "rmsnorm_kernels.cuh"
+
+#define CK(...)                                                                        \
+  do {                                                                                 \
+    cudaError_t e_ = (__VA_ARGS__);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #__VA_ARGS__, cudaGetErrorString(e_)); \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+
+using T = __nv_bfloat16;
+static const int REPS = 100;
+static char* g_flush;
+static size_t g_flush_bytes = size_t(512) << 20;
+
+template <typename F>
+float median_us(F&& fn) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 5; ++i) fn();
+  std::vector<float> t;
+  for (int i = 0; i < REPS; ++i) {
+    CK(cudaMemsetAsync(g_flush, i & 0xff, g_flush_bytes));  // flush L2; keeps the queue ahead
+    CK(cudaEventRecord(a));
+    fn();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.f);
+  }
+  std::sort(t.begin(), t.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return t[t.size() / 2];
+}
+
+__global__ void fill(T* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed;
+    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+    p[i] = __float2bfloat16(((h & 0xffff) / 32768.f) - 1.f);
+  }
+}
+
+int main(int argc, char** argv) {
+  int dev = 0;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  printf("device %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  CK(cudaMalloc(&g_flush, g_flush_bytes));
+  const size_t max_elems = size_t(32768) * 4096;
+  T *x, *r, *o, *ro, *w, *ref;
+  CK(cudaMalloc(&x, max_elems * 2)); CK(cudaMalloc(&r, max_elems * 2)); CK(cudaMalloc(&o, max_elems * 2));
+  CK(cudaMalloc(&ro, max_elems * 2)); CK(cudaMalloc(&ref, max_elems * 2)); CK(cudaMalloc(&w, 65536 * 2));
+  fill<<<1024, 256>>>(x, max_elems, 1); fill<<<1024, 256>>>(r, max_elems, 2); fill<<<64, 256>>>(w, 65536, 3);
+  CK(cudaDeviceSynchronize());
+
+  // Copy ceiling: bytes read + bytes written.
+  const size_t cbytes = size_t(1) << 30;
+  char *cs, *cd;
+  CK(cudaMalloc(&cs, cbytes)); CK(cudaMalloc(&cd, cbytes));
+  CK(cudaMemset(cs, 1, cbytes));
+  float cu = median_us([&] { CK(cudaMemcpyAsync(cd, cs, cbytes, cudaMemcpyDeviceToDevice)); });
+  const double copy_gbs = 2.0 * cbytes / (cu * 1e3);
+  printf("copy %.1f GB/s (%.1f us for 2x%zu MiB)\n", copy_gbs, cu, cbytes >> 20);
+  CK(cudaFree(cs)); CK(cudaFree(cd));
+
+  auto resident = [&](int kind, int vpt, int threads) -> int64_t {
+    rmsnorm::Config c{kind, vpt, threads, 1, 1};
+    int n = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, rmsnorm::kernel_ptr<T, false>(c), threads, 0));
+    return (int64_t)n * prop.multiProcessorCount;
+  };
+
+  struct Shape { int64_t rows; int hidden; };
+  std::vector<Shape> shapes;
+  for (int64_t t : {128, 512, 2048, 8192, 32768}) shapes.push_back({t, 4096});
+  for (int64_t t : {1024, 4096, 16384}) shapes.push_back({t, 2048});
+  for (int64_t t : {1024, 4096, 16384}) shapes.push_back({t, 3072});
+  for (int fused = 0; fused < 2; ++fused) {
+    for (auto s : shapes) {
+      const size_t n = (size_t)s.rows * s.hidden;
+      rmsnorm::Params<T> p{o, ro, x, r, w, s.rows, s.hidden, s.hidden, s.hidden, 1e-6f};
+      // Reference: the scalar loop kernel.
+      rmsnorm::Config refc{2, 1, 256, 1, std::min<int64_t>(s.rows, 65535)};
+      rmsnorm::Params<T> pr = p; pr.out = ref; pr.residual_out = ref + 0;  // residual_out unused for compare
+      if (fused) { T* tmp; CK(cudaMalloc(&tmp, n * 2)); pr.residual_out = tmp;
+        CK(rmsnorm::launch<T, true>(pr, refc, 0)); CK(cudaDeviceSynchronize()); CK(cudaFree(tmp)); }
+      else { CK(rmsnorm::launch<T, false>(pr, refc, 0)); }
+      CK(cudaDeviceSynchronize());
+      const double bytes = (fused ? 4.0 : 2.0) * n * 2 + s.hidden * 2;
+      float best = 1e30f; char bestd[128] = "";
+      for (int vpt : {1, 2, 4, 8}) for (int ty : {0, 1, 2, 4}) for (int waves : {0, 1, 2, 4}) {
+        const int nvec = s.hidden / 8;
+        if (vpt * 512 < nvec) continue;
+        rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, waves, vpt, 0, ty);
+        if (ty && c.ty != ty) continue;
+        if (c.kind != 0 || c.vpt != vpt) continue;
+        CK(cudaMemset(o, 0xff, n * 2));
+        auto run = [&] { if (fused) CK((rmsnorm::launch<T, true>(p, c, 0))); else CK((rmsnorm::launch<T, false>(p, c, 0))); };
+        run(); CK(cudaDeviceSynchronize());
+        // Compare with the reference bitwise-ish (same math, same rounding up to sum order).
+        std::vector<unsigned short> ha(std::min<size_t>(n, 1 << 22)), hb(ha.size());
+        CK(cudaMemcpy(ha.data(), o, ha.size() * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hb.data(), ref, hb.size() * 2, cudaMemcpyDeviceToHost));
+        size_t bad = 0;
+        for (size_t i = 0; i < ha.size(); ++i) { int d = (int)ha[i] - (int)hb[i]; if (d > 2 || d < -2) ++bad; }
+        float us = median_us(run);
+        char desc[128];
+        snprintf(desc, sizeof desc, "vpt=%d tx=%d ty=%d grid=%lld waves=%d", c.vpt, c.tx, c.ty, (long long)c.grid, waves);
+        printf("%s %6lld x %5d  %-48s %8.2f us  %7.1f GB/s  %.3f of copy%s\n", fused ? "fused" : "plain",
+               (long long)s.rows, s.hidden, desc, us, bytes / (us * 1e3), bytes / (us * 1e3) / copy_gbs,
+               bad ? "  MISMATCH" : "");
+        if (bad) { printf("  %zu mismatches\n", bad); }
+        if (us < best) { best = us; snprintf(bestd, sizeof bestd, "%s", desc); }
+      }
+      rmsnorm::Config d = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, 0);
+      printf("BEST %s %6lld x %5d  %-48s %8.2f us %.3f of copy | default vpt=%d tx=%d ty=%d\n", fused ? "fused" : "plain",
+             (long long)s.rows, s.hidden, bestd, best, bytes / (best * 1e3) / copy_gbs, d.vpt, d.tx, d.ty);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,377 @@
+// RMSNorm and fused residual-add RMSNorm kernels. Torch-free so that the
+// standalone tuner (benchmarks/tune/) can include it unchanged.
+//
+//   out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * weight
+//   fused:  s = x + residual (rounded to T);  residual_out = s;  out = rmsnorm(s)
+//
+// Two kernels:
+//  * rows_reg: the row lives in registers (VPT 16-byte vectors per thread), so
+//    it is read from memory exactly once. A "row group" of TX threads (a
+//    multiple of 32) handles one row; a block holds TY row groups; blocks walk
+//    the rows with a grid-stride loop, so the grid can be capped at what is
+//    resident and the weight, held in registers, is read once per thread.
+//  * rows_loop: any hidden size and any alignment. VW elements per access (16
+//    bytes when aligned, else 1), two passes over the row (the second hits L2).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace rmsnorm {
+
+template <typename T>
+struct Cvt;
+template <>
+struct Cvt<float> {
+  static __device__ __forceinline__ float f(float v) { return v; }
+  static __device__ __forceinline__ float t(float v) { return v; }
+};
+template <>
+struct Cvt<__half> {
+  static __device__ __forceinline__ float f(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half t(float v) { return __float2half_rn(v); }
+};
+template <>
+struct Cvt<__nv_bfloat16> {
+  static __device__ __forceinline__ float f(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 t(float v) { return __float2bfloat16_rn(v); }
+};
+
+// 16 bytes of T, kept packed in four 32-bit registers; unpacked to float only
+// at the point of use so a row held across the reduction costs 4 registers
+// per vector whatever T is.
+template <typename T>
+struct alignas(16) Vec16 {
+  static constexpr int N = 16 / sizeof(T);
+  uint4 u;
+};
+
+// Unpack / pack a vector's N elements as floats.
+template <typename T>
+__device__ __forceinline__ void unpack(const Vec16<T>& v, float (&f)[16 / sizeof(T)]) {
+  const T* e = reinterpret_cast<const T*>(&v.u);
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::N; ++j) f[j] = Cvt<T>::f(e[j]);
+}
+template <typename T>
+__device__ __forceinline__ Vec16<T> pack(const float (&f)[16 / sizeof(T)]) {
+  Vec16<T> v;
+  T* e = reinterpret_cast<T*>(&v.u);
+#pragma unroll
+  for (int j = 0; j < Vec16<T>::N; ++j) e[j] = Cvt<T>::t(f[j]);
+  return v;
+}
+
+template <typename T>
+struct Params {
+  T* out;                // [rows, hidden], contiguous
+  T* residual_out;       // fused only: [rows, hidden], contiguous
+  const T* x;            // row r starts at x + r * x_stride
+  const T* residual;     // fused only: row r starts at residual + r * res_stride
+  const T* weight;       // [hidden]
+  int64_t rows;
+  int hidden;
+  int64_t x_stride;
+  int64_t res_stride;
+  float eps;
+};
+
+// Streaming loads and stores: every byte of x and out is touched once, so
+// keep them from pushing the weight out of L1/L2.
+template <typename T>
+__device__ __forceinline__ Vec16<T> load_stream(const T* p) {
+  Vec16<T> v;
+  v.u = __ldcs(reinterpret_cast<const uint4*>(p));
+  return v;
+}
+template <typename T>
+__device__ __forceinline__ Vec16<T> load_ro(const T* p) {
+  Vec16<T> v;
+  v.u = __ldg(reinterpret_cast<const uint4*>(p));
+  return v;
+}
+template <typename T>
+__device__ __forceinline__ Vec16<T> load_plain(const T* p) {
+  Vec16<T> v;
+  v.u = *reinterpret_cast<const uint4*>(p);
+  return v;
+}
+template <typename T>
+__device__ __forceinline__ void store_stream(T* p, const Vec16<T>& v) {
+  __stcs(reinterpret_cast<uint4*>(p), v.u);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum of `v` over the TX threads of each row group. `red` has 2*32 floats; the
+// two halves alternate between calls (parity) so one barrier per row suffices:
+// a thread can only overwrite a half after every thread passed the barrier
+// that follows the last read of it.
+__device__ __forceinline__ float group_sum(float v, int tx, int ty, int TX, float* red, int parity) {
+  v = warp_sum(v);
+  if (TX == 32) return v;  // one warp per row: no shared memory, no barrier
+  const int wpr = TX >> 5;
+  float* buf = red + parity * 32;
+  if ((tx & 31) == 0) buf[ty * wpr + (tx >> 5)] = v;
+  __syncthreads();
+  float s = 0.f;
+  for (int i = 0; i < wpr; ++i) s += buf[ty * wpr + i];
+  return s;
+}
+
+// blockDim = (TX, TY). VPT 16-byte vectors per thread; requires
+// hidden % N == 0, 16-byte aligned rows, and hidden / N <= VPT * TX.
+// The weight is held in registers across rows when VPT <= 4 (it costs as many
+// registers as the row itself); at VPT 8 it is re-read per row through L1.
+template <typename T, int VPT, bool FUSED>
+__global__ void __launch_bounds__(512) rows_reg(Params<T> p) {
+  using V = Vec16<T>;
+  constexpr int N = V::N;
+  constexpr bool W_IN_REGS = VPT <= 4;
+  __shared__ float red[64];
+  const int TX = blockDim.x, tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
+  const int nvec = p.hidden / N;
+
+  V w[W_IN_REGS ? VPT : 1];
+  if constexpr (W_IN_REGS) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int c = i * TX + tx;
+      if (c < nvec) w[i] = load_ro(p.weight + (int64_t)c * N);
+    }
+  }
+  const float inv_h = 1.f / (float)p.hidden;
+  int parity = 0;
+  for (int64_t base = (int64_t)blockIdx.x * TY; base < p.rows; base += (int64_t)gridDim.x * TY) {
+    const int64_t row = base + ty;
+    const bool live = row < p.rows;
+    V a[VPT];
+    // Issue every load of the row before the first use.
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int c = i * TX + tx;
+      if (live && c < nvec) a[i] = load_stream(p.x + row * p.x_stride + (int64_t)c * N);
+    }
+    if constexpr (FUSED) {
+      V r[VPT];
+#pragma unroll
+      for (int i = 0; i < VPT; ++i) {
+        const int c = i * TX + tx;
+        if (live && c < nvec) r[i] = load_stream(p.residual + row * p.res_stride + (int64_t)c * N);
+      }
+#pragma unroll
+      for (int i = 0; i < VPT; ++i) {
+        const int c = i * TX + tx;
+        if (live && c < nvec) {
+          float fa[N], fr[N];
+          unpack(a[i], fa);
+          unpack(r[i], fr);
+#pragma unroll
+          for (int j = 0; j < N; ++j) fa[j] += fr[j];
+          // Round to T first: the normalised output is then exactly
+          // rms_norm(residual_out), as an unfused add + norm would give.
+          a[i] = pack<T>(fa);
+          store_stream(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a[i]);
+        }
+      }
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int c = i * TX + tx;
+      if (live && c < nvec) {
+        float f[N];
+        unpack(a[i], f);
+#pragma unroll
+        for (int j = 0; j < N; ++j) ss += f[j] * f[j];
+      }
+    }
+    ss = group_sum(ss, tx, ty, TX, red, parity);
+    parity ^= 1;
+    const float inv = rsqrtf(ss * inv_h + p.eps);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int c = i * TX + tx;
+      if (live && c < nvec) {
+        V wv;
+        if constexpr (W_IN_REGS) wv = w[i]; else wv = load_ro(p.weight + (int64_t)c * N);
+        float f[N], g[N];
+        unpack(a[i], f);
+        unpack(wv, g);
+#pragma unroll
+        for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
+        store_stream(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
+      }
+    }
+  }
+}
+
+// One row per block (TX threads), any hidden size. VEC: 16-byte accesses
+// (rows and weight 16-byte aligned, hidden % N == 0) or one element at a time.
+template <typename T, bool VEC, bool FUSED>
+__global__ void __launch_bounds__(1024) rows_loop(Params<T> p) {
+  using V = Vec16<T>;
+  constexpr int N = V::N;
+  __shared__ float red[64];
+  const int TX = blockDim.x, tx = threadIdx.x;
+  const float inv_h = 1.f / (float)p.hidden;
+  const int nacc = VEC ? p.hidden / N : p.hidden;
+  int parity = 0;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* xr = p.x + row * p.x_stride;
+    const T* rr = FUSED ? p.residual + row * p.res_stride : nullptr;
+    T* outr = p.out + row * (int64_t)p.hidden;
+    T* resr = FUSED ? p.residual_out + row * (int64_t)p.hidden : nullptr;
+    float ss = 0.f;
+    for (int c = tx; c < nacc; c += TX) {
+      if constexpr (VEC) {
+        float f[N];
+        V a = load_stream(xr + (int64_t)c * N);
+        if constexpr (FUSED) {
+          float g[N];
+          unpack(a, f);
+          unpack(load_stream(rr + (int64_t)c * N), g);
+#pragma unroll
+          for (int j = 0; j < N; ++j) f[j] += g[j];
+          a = pack<T>(f);
+          *reinterpret_cast<uint4*>(resr + (int64_t)c * N) = a.u;
+        }
+        unpack(a, f);
+#pragma unroll
+        for (int j = 0; j < N; ++j) ss += f[j] * f[j];
+      } else {
+        T a = xr[c];
+        if constexpr (FUSED) {
+          a = Cvt<T>::t(Cvt<T>::f(a) + Cvt<T>::f(rr[c]));
+          resr[c] = a;
+        }
+        const float f = Cvt<T>::f(a);
+        ss += f * f;
+      }
+    }
+    ss = group_sum(ss, tx, 0, TX, red, parity);
+    parity ^= 1;
+    const float inv = rsqrtf(ss * inv_h + p.eps);
+    // Second pass: the row comes back from L2 (fused: this thread's own
+    // writes, hence plain loads rather than the read-only path).
+    const T* src = FUSED ? resr : xr;
+    for (int c = tx; c < nacc; c += TX) {
+      if constexpr (VEC) {
+        float f[N], g[N];
+        unpack(load_plain(src + (int64_t)c * N), f);
+        unpack(load_ro(p.weight + (int64_t)c * N), g);
+#pragma unroll
+        for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
+        store_stream(outr + (int64_t)c * N, pack<T>(f));
+      } else {
+        outr[c] = Cvt<T>::t(Cvt<T>::f(src[c]) * inv * Cvt<T>::f(p.weight[c]));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Launch configuration. Chosen from the row length in 16-byte vectors; see
+// benchmarks/NOTES.md for the measurements behind each choice.
+struct Config {
+  int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar
+  int vpt;    // rows_reg: vectors per thread (1, 2, 4, 8)
+  int tx;     // threads per row
+  int ty;     // rows per block
+  int64_t grid;
+};
+
+inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
+
+// `resident_blocks(threads)`: how many blocks of that size fit on the whole
+// device at once (multiprocessors * blocks per multiprocessor).
+// `max_waves` caps the grid at that many device-fulls of blocks; the grid-stride
+// loop does the remaining rows (0: no cap).
+template <typename ResidentFn>
+inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligned, ResidentFn resident_blocks,
+                            int max_waves = 0, int force_vpt = 0, int force_tx = 0, int force_ty = 0) {
+  Config c{};
+  const int n = 16 / elem_size;
+  if (!aligned || hidden % n != 0) {
+    c.kind = 2;
+    c.tx = hidden >= 1024 ? 256 : (hidden >= 256 ? 128 : 32);
+    c.ty = 1;
+    c.vpt = 1;
+  } else {
+    const int nvec = hidden / n;
+    if (nvec > 8 * 512) {
+      c.kind = 1;
+      c.tx = 1024;
+      c.ty = 1;
+      c.vpt = 1;
+    } else {
+      c.kind = 0;
+      // Default: up to 4 vectors (64 bytes) per thread in flight, at least a
+      // warp per row; more threads per row only when the row is long.
+      int vpt = force_vpt;
+      if (vpt == 0) vpt = nvec <= 32 ? 1 : (nvec <= 64 ? 2 : (nvec <= 4096 ? 4 : 8));
+      // Whole warps, as few idle lanes as possible (3072 bf16 = 384 vectors:
+      // 96 threads of 4).
+      int tx = force_tx ? force_tx : round_up_32((nvec + vpt - 1) / vpt);
+      if (tx < 32) tx = 32;
+      if ((int64_t)tx * vpt < nvec) tx = round_up_32((nvec + vpt - 1) / vpt);  // a forced tx too small
+      if (tx > 512) { tx = round_up_32((nvec + 7) / 8); vpt = 8; }
+      int ty = force_ty ? force_ty : (tx >= 128 ? 1 : 128 / tx);
+      if (tx * ty > 512) ty = 512 / tx;
+      c.vpt = vpt;
+      c.tx = tx;
+      c.ty = ty;
+    }
+  }
+  const int64_t row_blocks = (rows + c.ty - 1) / c.ty;
+  c.grid = row_blocks;
+  if (max_waves > 0) {
+    const int64_t cap = (int64_t)max_waves * resident_blocks(c.kind, c.vpt, c.tx * c.ty);
+    if (cap > 0 && c.grid > cap) c.grid = cap;
+  }
+  if (c.grid > 0x7fffffff) c.grid = 0x7fffffff;
+  if (c.grid < 1) c.grid = 1;
+  return c;
+}
+
+template <typename T, bool FUSED>
+inline const void* kernel_ptr(const Config& c) {
+  if (c.kind == 0) {
+    switch (c.vpt) {
+      case 1: return (const void*)rows_reg<T, 1, FUSED>;
+      case 2: return (const void*)rows_reg<T, 2, FUSED>;
+      case 4: return (const void*)rows_reg<T, 4, FUSED>;
+      default: return (const void*)rows_reg<T, 8, FUSED>;
+    }
+  }
+  if (c.kind == 1) return (const void*)rows_loop<T, true, FUSED>;
+  return (const void*)rows_loop<T, false, FUSED>;
+}
+
+template <typename T, bool FUSED>
+inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream) {
+  dim3 block(c.tx, c.ty);
+  dim3 grid((unsigned)c.grid);
+  if (c.kind == 0) {
+    switch (c.vpt) {
+      case 1: rows_reg<T, 1, FUSED><<<grid, block, 0, stream>>>(p); break;
+      case 2: rows_reg<T, 2, FUSED><<<grid, block, 0, stream>>>(p); break;
+      case 4: rows_reg<T, 4, FUSED><<<grid, block, 0, stream>>>(p); break;
+      default: rows_reg<T, 8, FUSED><<<grid, block, 0, stream>>>(p); break;
+    }
+  } else if (c.kind == 1) {
+    rows_loop<T, true, FUSED><<<grid, block, 0, stream>>>(p);
+  } else {
+    rows_loop<T, false, FUSED><<<grid, block, 0, stream>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace rmsnorm

@@ -1,0 +1,204 @@
+// Rotary position embedding on CUDA, applied with precomputed full-width
+// cos/sin tables (the diffusers/LTX-Video and transformers convention: one
+// cos and one sin value per channel, pairs sharing an angle repeat it).
+//
+//   x:   [T, C] rows (any leading dims flattened), C = G * D (G heads of D,
+//        or G = 1 when the table spans all channels, as LTX-Video's does)
+//   cos, sin: [R, D], float32 or x's dtype
+//   row t of x uses table row ((t / (inner * mid)) * inner + t % inner) % R,
+//   which covers tables shared over a batch ([S, D]), per sample ([B, S, D]),
+//   and broadcast over heads in between ([B, 1, S, D] against [B, H, S, D]).
+//
+// interleaved (LTX-Video, GPT-J): channel pairs (2i, 2i+1) rotate together.
+// otherwise (rotate_half, GPT-NeoX/Llama): channels j and j + D/2 do.
+// `out` may be `x` (in place): each thread reads both members of a pair
+// before it writes either.
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <ATen/DeviceGuard.h>
+#include <ATen/core/Tensor.h>
+
+#include <algorithm>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda_pack.cuh"
+
+namespace {
+
+using rope_cuda::Pack16;
+using rope_cuda::from_float;
+using rope_cuda::is_aligned16;
+using rope_cuda::load_float;
+using rope_cuda::store_float;
+using rope_cuda::to_float;
+
+struct Shape {
+  int64_t rows, C, D, R, inner, mid;
+  __device__ __forceinline__ int64_t table_row(int64_t t) const {
+    return ((t / (inner * mid)) * inner + t % inner) % R;
+  }
+};
+
+// One thread: N channels (one 16-byte pack of x) and, for rotate_half, the
+// N partner channels half a head away.
+template <typename T, typename TC, bool INTERLEAVED>
+__global__ void rope_vec_kernel(T* out, const T* x, const TC* __restrict__ cos, const TC* __restrict__ sin,
+                                Shape s) {
+  constexpr int N = Pack16<T>::N;
+  const int64_t half = s.D / 2;
+  const int64_t per_row = INTERLEAVED ? s.C / N : s.C / (2 * N);
+  const int64_t total = s.rows * per_row;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = u / per_row;
+    const int64_t k = u - t * per_row;
+    const int64_t trow = s.table_row(t);
+    const TC* crow = cos + trow * s.D;
+    const TC* srow = sin + trow * s.D;
+    const T* xrow = x + t * s.C;
+    T* orow = out + t * s.C;
+    if constexpr (INTERLEAVED) {
+      const int64_t c = k * N;
+      const int64_t j = c % s.D;
+      float xv[N], cv[N], sv[N], ov[N];
+      load_float<N>(xrow + c, xv);
+      load_float<N>(crow + j, cv);
+      load_float<N>(srow + j, sv);
+#pragma unroll
+      for (int i = 0; i < N; i += 2) {
+        ov[i] = xv[i] * cv[i] - xv[i + 1] * sv[i];
+        ov[i + 1] = xv[i + 1] * cv[i + 1] + xv[i] * sv[i + 1];
+      }
+      store_float<N>(orow + c, ov);
+    } else {
+      const int64_t packs_per_half = half / N;
+      const int64_t head = k / packs_per_half;
+      const int64_t j = (k - head * packs_per_half) * N;
+      const int64_t c = head * s.D + j;
+      float x1[N], x2[N], c1[N], c2[N], s1[N], s2[N], o1[N], o2[N];
+      load_float<N>(xrow + c, x1);
+      load_float<N>(xrow + c + half, x2);
+      load_float<N>(crow + j, c1);
+      load_float<N>(crow + j + half, c2);
+      load_float<N>(srow + j, s1);
+      load_float<N>(srow + j + half, s2);
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        o1[i] = x1[i] * c1[i] - x2[i] * s1[i];
+        o2[i] = x2[i] * c2[i] + x1[i] * s2[i];
+      }
+      store_float<N>(orow + c, o1);
+      store_float<N>(orow + c + half, o2);
+    }
+  }
+}
+
+// One thread: one rotating pair. For shapes or pointers the packs don't fit.
+template <typename T, typename TC, bool INTERLEAVED>
+__global__ void rope_scalar_kernel(T* out, const T* x, const TC* __restrict__ cos, const TC* __restrict__ sin,
+                                   Shape s) {
+  const int64_t half = s.D / 2;
+  const int64_t per_row = s.C / 2;
+  const int64_t total = s.rows * per_row;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = u / per_row;
+    const int64_t p = u - t * per_row;
+    const int64_t head = p / half;
+    const int64_t i = p - head * half;
+    const int64_t a = INTERLEAVED ? 2 * i : i;      // first member, within the head
+    const int64_t b = INTERLEAVED ? 2 * i + 1 : i + half;
+    const int64_t trow = s.table_row(t);
+    const TC* crow = cos + trow * s.D;
+    const TC* srow = sin + trow * s.D;
+    const int64_t base = t * s.C + head * s.D;
+    const float xa = to_float(x[base + a]);
+    const float xb = to_float(x[base + b]);
+    out[base + a] = from_float<T>(xa * to_float(crow[a]) - xb * to_float(srow[a]));
+    out[base + b] = from_float<T>(xb * to_float(crow[b]) + xa * to_float(srow[b]));
+  }
+}
+
+template <typename T, typename TC>
+void launch(T* out, const T* x, const TC* cos, const TC* sin, const Shape& s, bool interleaved,
+            cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  constexpr int N = Pack16<T>::N;
+  // The vector path needs each pack inside one head (interleaved: D % N;
+  // rotate_half: each half a whole number of packs) and aligned pointers.
+  const bool fits = interleaved ? s.D % N == 0 : (s.D / 2) % N == 0;
+  const bool vec = fits && is_aligned16(out) && is_aligned16(x) && is_aligned16(cos) && is_aligned16(sin);
+  const int64_t units = vec ? s.rows * (interleaved ? s.C / N : s.C / (2 * N)) : s.rows * (s.C / 2);
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c10::cuda::current_device()));
+  // Enough blocks to fill the GPU several times over; the loop strides the rest.
+  const int64_t blocks = std::min<int64_t>((units + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 32);
+  const dim3 grid(static_cast<unsigned>(std::max<int64_t>(blocks, 1)));
+  if (vec) {
+    if (interleaved) rope_vec_kernel<T, TC, true><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+    else rope_vec_kernel<T, TC, false><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+  } else {
+    if (interleaved) rope_scalar_kernel<T, TC, true><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+    else rope_scalar_kernel<T, TC, false><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T, typename AtT>
+void dispatch_table(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                    const Shape& s, bool interleaved, cudaStream_t stream) {
+  T* o = reinterpret_cast<T*>(out.data_ptr<AtT>());
+  const T* xi = reinterpret_cast<const T*>(x.data_ptr<AtT>());
+  if (cos.scalar_type() == at::ScalarType::Float) {
+    launch<T, float>(o, xi, cos.data_ptr<float>(), sin.data_ptr<float>(), s, interleaved, stream);
+  } else {
+    launch<T, T>(o, xi, reinterpret_cast<const T*>(cos.data_ptr<AtT>()),
+                 reinterpret_cast<const T*>(sin.data_ptr<AtT>()), s, interleaved, stream);
+  }
+}
+
+}  // namespace
+
+void rope(at::Tensor& out, at::Tensor const& x, at::Tensor const& cos, at::Tensor const& sin,
+          bool interleaved, int64_t inner, int64_t mid) {
+  TORCH_CHECK(x.is_cuda() && out.is_cuda() && cos.is_cuda() && sin.is_cuda(),
+              "rope: tensors must be on a CUDA device");
+  TORCH_CHECK(x.device() == out.device() && x.device() == cos.device() && x.device() == sin.device(),
+              "rope: tensors must be on the same device");
+  TORCH_CHECK(x.is_contiguous() && out.is_contiguous() && cos.is_contiguous() && sin.is_contiguous(),
+              "rope: tensors must be contiguous");
+  TORCH_CHECK(out.scalar_type() == x.scalar_type() && out.sizes() == x.sizes(),
+              "rope: out must match x in shape and dtype");
+  TORCH_CHECK(cos.scalar_type() == sin.scalar_type() && cos.sizes() == sin.sizes(),
+              "rope: cos and sin must match in shape and dtype");
+  TORCH_CHECK(cos.scalar_type() == at::ScalarType::Float || cos.scalar_type() == x.scalar_type(),
+              "rope: cos/sin must be float32 or x's dtype, got ", cos.scalar_type());
+  TORCH_CHECK(x.dim() >= 1 && cos.dim() >= 1, "rope: x and cos need a channel dimension");
+  const int64_t C = x.size(-1);
+  const int64_t D = cos.size(-1);
+  TORCH_CHECK(D > 0 && D % 2 == 0 && C % D == 0, "rope: the table width (", D,
+              ") must be even and divide x's last dimension (", C, ")");
+  TORCH_CHECK(inner >= 1 && mid >= 1, "rope: inner and mid must be positive");
+  if (x.numel() == 0) return;
+  const Shape s{x.numel() / C, C, D, cos.numel() / D, inner, mid};
+  TORCH_CHECK(s.R >= 1, "rope: empty cos/sin table");
+  const c10::cuda::OptionalCUDAGuard guard(device_of(x));
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  switch (x.scalar_type()) {
+    case at::ScalarType::Float:
+      launch<float, float>(out.data_ptr<float>(), x.data_ptr<float>(), cos.data_ptr<float>(),
+                           sin.data_ptr<float>(), s, interleaved, stream);
+      break;
+    case at::ScalarType::Half:
+      dispatch_table<__half, at::Half>(out, x, cos, sin, s, interleaved, stream);
+      break;
+    case at::ScalarType::BFloat16:
+      dispatch_table<__nv_bfloat16, at::BFloat16>(out, x, cos, sin, s, interleaved, stream);
+      break;
+    default:
+      TORCH_CHECK(false, "rope: unsupported dtype ", x.scalar_type(), " (float32, float16, bfloat16)");
+  }
+}

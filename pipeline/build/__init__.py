@@ -1,0 +1,98 @@
+"""Build stage: a validated project -> `<out>/<variant>/` directories.
+
+Two backends behind one function:
+
+- `local` (`local.py`): compiles the host's variant with the running torch
+  (`torch.utils.cpp_extension` include/library paths and compilers, a ninja
+  file of our own so each kernel keeps its own flags), caches by a key over
+  every input, writes the variant directory atomically.
+- `nix` (`nix.py`): `nix build` of the project's flake (kernel-builder), then
+  copies `result/<variant>/` into `<out>/` (store links dereferenced) and
+  checks the copy.
+
+Both write the layout `kernels` 0.17 loads (see `layout.py`):
+
+    <out>/<variant>/__init__.py  (+ the package's other Python files)
+    <out>/<variant>/_ops.py      (ops = torch.ops.<id>; add_op_namespace_prefix)
+    <out>/<variant>/<id>.abi3.so
+    <out>/<variant>/metadata.json
+
+and `kernels.get_local_kernel(<out>.parent)` (or `<out>`) loads the host's
+variant. `import kernels` stays lazy: the local path builds without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from pipeline.build.events import BuildEvent, Progress
+from pipeline.errors import BuildError
+from pipeline.matrix import Variant
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.project import KernelProject
+
+BACKENDS = ("local", "nix")
+
+
+@dataclass(frozen=True)
+class BuiltVariant:
+    variant: Variant
+    path: Path
+    kernel_id: str
+    cached: bool
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"variant": self.variant.name, "path": str(self.path), "kernel_id": self.kernel_id,
+                "cached": self.cached, "seconds": round(self.seconds, 3)}
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    variants: tuple[BuiltVariant, ...]
+    backend: str = "local"
+    out: Path | None = None
+    skipped: tuple[str, ...] = field(default=())  # entries of a nix result that are not variants
+
+    def to_json(self) -> dict:
+        return {"backend": self.backend, "out": str(self.out) if self.out else None,
+                "variants": [v.to_json() for v in self.variants], "skipped": list(self.skipped)}
+
+
+def build_project(
+    project: "KernelProject",
+    out: Path,
+    *,
+    backend: str = "local",
+    variant: str | None = None,
+    progress: Progress | None = None,
+    unique_id: str | None = None,
+    nix_args: Sequence[str] = (),
+) -> BuildResult:
+    """Build `project` into `out` (`out/<variant>/`).
+
+    `variant`: a variant name; local builds default to the host's variant
+    (its CPU variant when the project has no backend for the host's torch),
+    nix builds default to the flake's whole bundle. `unique_id` replaces the
+    git-derived part of the kernel id (kernel-builder's `--unique-id`; the
+    Nix builds pass the flake revision). `nix_args` go to `nix build` as is
+    (e.g. `--override-input kernel-builder path:...`).
+    """
+    report: Callable[[BuildEvent], None] = progress or (lambda event: None)
+    out = Path(out)
+    if backend == "local":
+        from pipeline.build.local import build_local
+
+        return build_local(project, out, variant=variant, progress=report, unique_id=unique_id)
+    if backend == "nix":
+        from pipeline.build.nix import build_nix
+
+        return build_nix(project, out, variant=variant, progress=report, nix_args=tuple(nix_args))
+    raise BuildError(f"unknown build backend {backend!r}", code="build-backend-unknown",
+                     hint=f"choose one of: {', '.join(BACKENDS)}")
+
+
+__all__ = ["BACKENDS", "BuildEvent", "BuildResult", "BuiltVariant", "Progress", "build_project"]

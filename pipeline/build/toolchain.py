@@ -1,0 +1,124 @@
+"""Compilers, ninja, CUDA: found once, versions recorded, one clear sentence when missing.
+
+Nothing here imports torch (2+ s): the cache check of a no-op rebuild must
+stay fast. The compile step imports `torch.utils.cpp_extension` itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import BuildError
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def find_cxx() -> str:
+    """The C++ compiler: $CXX, else c++ (what torch.utils.cpp_extension uses on Linux)."""
+    wanted = os.environ.get("CXX") or "c++"
+    found = shutil.which(wanted)
+    if not found:
+        raise BuildError(f"no C++ compiler found (looked for {wanted!r} on PATH)", code="compiler-missing",
+                         hint="install one (apt-get install g++) or point CXX at it")
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(path: str) -> str:
+    return _first_line([path, "--version"])
+
+
+def find_ninja() -> str:
+    found = shutil.which("ninja")
+    if found:
+        return found
+    try:
+        import ninja  # the PyPI package ships the binary
+
+        candidate = Path(ninja.BIN_DIR) / "ninja"
+        if candidate.is_file():
+            return str(candidate)
+    except (ImportError, AttributeError):
+        pass
+    candidate = Path(sys.executable).parent / "ninja"
+    if candidate.is_file():
+        return str(candidate)
+    raise BuildError("ninja is not installed", code="ninja-missing", hint="pip install ninja")
+
+
+def find_cuda_home() -> Path | None:
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = os.environ.get(var)
+        if value and Path(value, "bin", "nvcc").exists():
+            return Path(value)
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return Path(nvcc).resolve().parent.parent
+    if Path("/usr/local/cuda/bin/nvcc").exists():
+        return Path("/usr/local/cuda")
+    return None
+
+
+def find_nvcc() -> str:
+    home = find_cuda_home()
+    if home is None:
+        raise BuildError("nvcc (the CUDA compiler) was not found", code="nvcc-missing",
+                         hint="install the CUDA toolkit and set CUDA_HOME (e.g. CUDA_HOME=/usr/local/cuda)")
+    return str(home / "bin" / "nvcc")
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version(nvcc: str) -> str:
+    """'13.0.88' from `nvcc --version` ('... release 13.0, V13.0.88')."""
+    try:
+        text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildError(f"cannot run {nvcc}: {exc}", code="nvcc-missing") from None
+    match = re.search(r"V(\d+\.\d+(?:\.\d+)?)", text) or re.search(r"release (\d+\.\d+)", text)
+    if not match:
+        raise BuildError(f"cannot read the version of {nvcc}", code="nvcc-missing")
+    return match.group(1)
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_archs(nvcc: str) -> frozenset[int]:
+    """The virtual architectures nvcc can compile for (75, 80, 90, 100, ...)."""
+    try:
+        text = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(int(m) for m in re.findall(r"compute_(\d+)", text))
+
+
+def visible_gpu_capabilities() -> tuple[str, ...]:
+    """Compute capabilities of the GPUs `nvidia-smi` sees ('9.0'), without torch."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return ()
+    try:
+        done = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    if done.returncode != 0:
+        return ()
+    caps = [line.strip() for line in done.stdout.splitlines() if re.fullmatch(r"\d+\.\d+", line.strip())]
+    return tuple(sorted(set(caps)))
+
+
+def python_version() -> str:
+    return ".".join(map(str, sys.version_info[:3]))

@@ -1,0 +1,466 @@
+"""`check BUILD_DIR`: is this build tree fit to publish?
+
+A bundle is a directory of variant directories (`build/<variant>/`, or one
+kernel's directory of a Nix `result/`). Every rule that `kernels` itself
+enforces is checked with `kernels`' own code: `Metadata` parses metadata.json,
+`Digest` hashes and validates the files, `kernels.variants.parse_variant`
+parses the directory names. The ABI of every shared object is checked with
+the `kernel-abi-check` package, with the same targets kernel-builder uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Protocol, Sequence
+
+from pipeline.errors import CheckError, Problem
+
+# The ABI targets of the Kernel Hub (kernel-builder's `check-abi` defaults).
+MANYLINUX = "manylinux_2_28"
+PYTHON_ABI = "3.9"
+MACOS = "15.0"
+
+# Never part of a build: compiler and build-system leftovers, logs, bytecode.
+# Bytecode is written by Python whenever a variant is imported; it is never
+# uploaded (kernels ignores it too) but its presence means the tree was used.
+STRAY_DIRS = ("__pycache__", "CMakeFiles", ".ninja_deps", ".git", ".cache")
+STRAY_FILES = (
+    "*.pyc", "*.pyo", "*.o", "*.obj", "*.d", "*.log", "build.ninja", ".ninja_log", ".ninja_deps",
+    "CMakeCache.txt", "cmake_install.cmake", "compile_commands.json", "*.tmp", "*~", ".DS_Store",
+)
+# Files kernels never downloads; the planner skips them as well.
+NEVER_UPLOADED = ("*.pyc", "*/__pycache__/*", "__pycache__/*")
+
+
+class _ExpectedVariant(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class VariantBundle:
+    """One variant directory, as `kernels` reads it."""
+
+    name: str
+    path: Path
+    kernel_name: str | None
+    kernel_id: str | None
+    version: int | None
+    license: str | None
+    backend: str | None  # metadata backend type, lower case ("cuda", "cpu", ...)
+    archs: tuple[str, ...]
+    framework: str | None  # "torch 2.13", "torch (noarch)", ...
+    target: str | None  # "CUDA 13.0", "CPU", ...
+    platform: str | None  # "x86_64-linux", or None for noarch
+    python_depends: tuple[str, ...]
+    provenance: dict
+    files: tuple[str, ...]  # relative paths, POSIX, the files that would be uploaded
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "path": str(self.path), "kernel": self.kernel_name, "id": self.kernel_id,
+            "version": self.version, "license": self.license, "backend": self.backend, "archs": list(self.archs),
+            "framework": self.framework, "target": self.target, "platform": self.platform,
+            "python_depends": list(self.python_depends), "provenance": self.provenance, "files": list(self.files),
+        }
+
+
+@dataclass(frozen=True)
+class Bundle:
+    root: Path
+    variants: tuple[VariantBundle, ...]
+
+    @property
+    def name(self) -> str | None:
+        names = {v.kernel_name for v in self.variants if v.kernel_name}
+        return names.pop() if len(names) == 1 else None
+
+    @property
+    def version(self) -> int | None:
+        versions = {v.version for v in self.variants if v.version is not None}
+        return versions.pop() if len(versions) == 1 else None
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        return tuple(v.name for v in self.variants)
+
+    def variant(self, name: str) -> VariantBundle | None:
+        return next((v for v in self.variants if v.name == name), None)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    bundle: Bundle
+    problems: tuple[Problem, ...]
+    covered: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    expected: tuple[str, ...] | None = None
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.is_error)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def raise_for_errors(self) -> None:
+        if self.errors:
+            raise CheckError(
+                f"{len(self.errors)} problem(s) in {self.bundle.root}", code="C000", path=str(self.bundle.root),
+                problems=self.problems, hint="fix them and rebuild; see the list above",
+            )
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok,
+            "root": str(self.bundle.root),
+            "name": self.bundle.name,
+            "version": self.bundle.version,
+            "variants": [v.to_json() for v in self.bundle.variants],
+            "coverage": {
+                "expected": list(self.expected) if self.expected is not None else None,
+                "covered": list(self.covered), "missing": list(self.missing), "extra": list(self.extra),
+            },
+            "problems": [p.to_json() for p in self.problems],
+        }
+
+
+@dataclass
+class _Collector:
+    problems: list[Problem] = field(default_factory=list)
+
+    def error(self, path: Path | str, code: str, message: str, hint: str = "") -> None:
+        self.problems.append(Problem(str(path), None, code, message, hint))
+
+    def warning(self, path: Path | str, code: str, message: str, hint: str = "") -> None:
+        self.problems.append(Problem(str(path), None, code, message, hint, severity="warning"))
+
+
+# --- locating the variants ---------------------------------------------------
+
+def find_build_dir(path: Path) -> Path:
+    """The directory that holds the variant directories.
+
+    Accepts the build tree itself, a kernel project (its `build/`), or a Nix
+    `result/` of one kernel. A directory holding a metadata.json is one variant,
+    not a tree; we refuse it because the variant's name is its directory name.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckError(f"{path} is not a directory", code="C013", path=str(path),
+                         hint="pass the build tree, e.g. kernels-src/rmsnorm/build")
+    if (path / "metadata.json").is_file():
+        raise CheckError("this is one variant directory, not a build tree", code="C013", path=str(path),
+                         hint=f"pass its parent: {path.parent}")
+    if not _variant_dirs(path) and (path / "build").is_dir():
+        return path / "build"
+    return path
+
+
+def _variant_dirs(build_dir: Path) -> list[Path]:
+    return sorted(p for p in build_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _is_stray(rel_parts: Sequence[str]) -> bool:
+    if any(part in STRAY_DIRS for part in rel_parts[:-1]):
+        return True
+    return any(fnmatch.fnmatch(rel_parts[-1], pattern) for pattern in STRAY_FILES)
+
+
+def never_uploaded(rel: str) -> bool:
+    """Bytecode: generated by importing the variant, never downloaded by kernels."""
+    return any(fnmatch.fnmatch(rel, p) for p in NEVER_UPLOADED)
+
+
+def variant_files(variant_dir: Path) -> tuple[str, ...]:
+    """Files of one variant that are uploaded, relative and sorted."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(variant_dir, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in filenames:
+            rel = (Path(dirpath) / name).relative_to(variant_dir).as_posix()
+            if not never_uploaded(rel):
+                out.append(rel)
+    return tuple(sorted(out))
+
+
+# --- the checks ----------------------------------------------------------------
+
+def _describe_variant(parsed) -> tuple[str | None, str | None, str | None]:
+    """(framework, target, platform) in words, read from kernels' parsed variant."""
+    from kernels.variants import ArchVariant
+
+    framework = parsed.framework
+    if isinstance(parsed, ArchVariant):
+        version = getattr(framework, "version", None)
+        kind = type(framework).__name__
+        fw = {"Torch": "torch", "TorchStableAbi": "torch stable ABI", "TvmFfi": "tvm-ffi"}.get(kind, kind)
+        fw_text = f"{fw} {version}" if version is not None else fw
+        backend = parsed.arch.backend
+        version = getattr(backend, "version", None)
+        target = backend.name.upper() if backend.name != "metal" else "Metal"
+        if backend.name == "cpu":
+            target = "CPU"
+        if version is not None:
+            target += f" {version}"
+        return fw_text, target, f"{parsed.arch.platform}-{parsed.arch.os}"
+    return "torch (noarch)", parsed.arch.backend_name, None
+
+
+def _check_abi(so: Path, rel: str, os_name: str | None, col: _Collector) -> None:
+    import kernel_abi_check as kac
+
+    try:
+        obj = kac.ObjectFile(so)
+        fmt = obj.format()
+    except (OSError, ValueError) as exc:
+        col.error(rel, "C006", f"cannot read shared object: {exc}")
+        return
+    if fmt == kac.BinaryFormat.ELF:
+        for v in obj.check_manylinux(MANYLINUX):
+            col.error(rel, "C006", f"symbol {v.name} needs {v.dep} {v.version}, newer than {MANYLINUX} allows",
+                      hint="build in the manylinux_2_28 toolchain (nix), or avoid the symbol "
+                           "(e.g. libstdc++ >= 11 uses glibc 2.32's __libc_single_threaded)")
+    elif fmt == kac.BinaryFormat.MACH_O:
+        for v in obj.check_macos(MACOS):
+            col.error(rel, "C006", f"macOS compatibility: {v!r} (target macOS {MACOS})")
+    else:
+        col.error(rel, "C006", f"unsupported binary format {fmt} for {os_name or 'this variant'}")
+        return
+    for v in obj.check_python_abi(PYTHON_ABI):
+        added = getattr(v, "version_added", None)
+        why = f"added to the stable ABI in Python {added}" if added else "not part of the stable ABI (abi3)"
+        col.error(rel, "C007", f"Python symbol {v.name} is {why}; variants must load on Python {PYTHON_ABI}+",
+                  hint="define Py_LIMITED_API=0x03090000 and do not use pybind11 in the extension")
+
+
+def _all_names(init_py: Path) -> tuple[str, ...]:
+    """`__all__` of a variant's __init__.py, read without importing it."""
+    try:
+        tree = ast.parse(init_py.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return ()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            if isinstance(node.value, (ast.List, ast.Tuple)):
+                return tuple(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return ()
+
+
+def exported_functions(variant: VariantBundle) -> tuple[str, ...]:
+    """What the variant's `__all__` exports, minus the `layers` submodule."""
+    return tuple(n for n in _all_names(variant.path / "__init__.py") if n != "layers")
+
+
+def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundle:
+    from kernels._rust import Digest, DigestValidationError, Metadata
+    from kernels.variants import ArchVariant, parse_variant
+
+    name = vdir.name
+    rel_dir = vdir.relative_to(build_dir.parent) if build_dir.parent != build_dir else vdir
+    framework = target = platform = None
+    parsed = None
+    try:
+        parsed = parse_variant(name)
+        if parsed.variant_str != name:
+            raise ValueError(f"it reads back as {parsed.variant_str!r}")
+        framework, target, platform = _describe_variant(parsed)
+    except ValueError as exc:
+        col.error(rel_dir, "C005", f"kernels cannot parse the variant name {name!r}: {exc}",
+                  hint="variant directories are named like torch213-cxx11-cu130-x86_64-linux or torch-cpu; "
+                       "`python -m pipeline matrix` lists the valid names")
+
+    # Stray files: anything a build leaves behind that is not part of the kernel.
+    strays = []
+    for dirpath, dirnames, filenames in os.walk(vdir, followlinks=True):
+        here = Path(dirpath)
+        for d in list(dirnames):
+            if d in STRAY_DIRS:
+                strays.append((here / d).relative_to(vdir).as_posix() + "/")
+                dirnames.remove(d)
+        for f in filenames:
+            rel_parts = (here / f).relative_to(vdir).parts
+            if _is_stray(rel_parts):
+                strays.append("/".join(rel_parts))
+    for s in sorted(strays):
+        if "__pycache__" in s or s.endswith((".pyc", ".pyo")):
+            col.error(rel_dir / s, "C009", "stray bytecode: Python wrote it when the variant was imported in place",
+                      hint=f"remove it (rm -r {vdir / s}); it is never uploaded, but a published tree must be "
+                           "exactly what the build produced")
+        else:
+            col.error(rel_dir / s, "C009", "stray file: not part of a kernel build",
+                      hint="remove it and rebuild into a clean directory")
+
+    meta = None
+    meta_path = vdir / "metadata.json"
+    if not meta_path.is_file():
+        col.error(rel_dir / "metadata.json", "C001", "metadata.json is missing",
+                  hint="every variant needs the metadata.json that the build writes")
+    else:
+        try:
+            meta = Metadata.read_from_file(meta_path)
+        except ValueError as exc:
+            col.error(rel_dir / "metadata.json", "C002", f"kernels cannot parse metadata.json: {exc}",
+                      hint="required keys: name, id, version, license, python-depends, backend.type")
+
+    files = variant_files(vdir)
+    provenance: dict = {}
+    if meta is not None:
+        digest = meta.digest
+        if digest is None:
+            col.error(rel_dir / "metadata.json", "C003", "metadata.json has no digest",
+                      hint="the build records a sha256 digest of every file; rebuild the variant")
+        else:
+            try:
+                actual = Digest.hash_variant(digest.algorithm, vdir)
+                digest.validate(actual)
+            except DigestValidationError as exc:
+                for violation in exc.violations:
+                    col.error(rel_dir, "C004", f"digest mismatch: {violation}",
+                              hint="the files changed after the build recorded their digest; rebuild the variant")
+            except (OSError, RuntimeError) as exc:
+                col.error(rel_dir, "C004", f"cannot hash the variant: {exc}")
+        backend_type = str(meta.backend.backend_type).lower()
+        if parsed is not None and isinstance(parsed, ArchVariant) and parsed.arch.backend.name != backend_type:
+            col.error(rel_dir / "metadata.json", "C011",
+                      f"metadata backend is {backend_type!r} but the variant name says {parsed.arch.backend.name!r}")
+        if not (vdir / "__init__.py").is_file() and not (vdir / meta.name.python_name / "__init__.py").is_file():
+            col.error(rel_dir / "__init__.py", "C008", "the variant has no __init__.py; kernels cannot import it")
+        sos = [f for f in files if f.endswith(".so") or f.endswith(".pyd")]
+        if isinstance(parsed, ArchVariant) and parsed.arch.backend.name not in ("metal",) and not sos:
+            col.warning(rel_dir, "C008", "arch variant without a compiled extension (.so)")
+        if sos and not any(Path(s).name.startswith(meta.id) for s in sos):
+            col.error(rel_dir, "C012", f"no shared object named after the kernel id {meta.id!r} "
+                      f"(found {', '.join(sos)})", hint="the extension module must be <id>.abi3.so")
+        prov = meta.provenance
+        if prov is not None:
+            provenance = {
+                "kernel_builder": prov.kernel_builder.version,
+                "kernel_commit": prov.kernel.commit if prov.kernel else None,
+                "dirty": prov.dirty,
+            }
+            if prov.dirty:
+                col.warning(rel_dir / "metadata.json", "C014", "built from a git tree with uncommitted changes",
+                            hint="commit the kernel sources and rebuild for a reproducible build")
+    for rel in files:
+        if rel.endswith(".so") or rel.endswith(".pyd"):
+            _check_abi(vdir / rel, str(rel_dir / rel), getattr(getattr(parsed, "arch", None), "os", None), col)
+
+    return VariantBundle(
+        name=name, path=vdir,
+        kernel_name=str(meta.name) if meta else None,
+        kernel_id=meta.id if meta else None,
+        version=meta.version if meta else None,
+        license=meta.license if meta else None,
+        backend=str(meta.backend.backend_type).lower() if meta else None,
+        archs=tuple(meta.backend.archs or ()) if meta else (),
+        framework=framework, target=target, platform=platform,
+        python_depends=tuple(meta.python_depends) if meta else (),
+        provenance=provenance, files=files,
+    )
+
+
+def check_bundle(build_dir: Path, *, expected: Iterable[_ExpectedVariant] | None = None) -> CheckReport:
+    """Check every variant in `build_dir`. Returns the report; never raises for
+    problems in the files (callers decide: `report.raise_for_errors()`)."""
+    build_dir = find_build_dir(Path(build_dir))
+    col = _Collector()
+    variants: list[VariantBundle] = []
+    for entry in sorted(build_dir.iterdir()):
+        if entry.is_dir() and entry.name.startswith("."):
+            col.warning(entry, "C016", "hidden directory in the build tree (not uploaded)",
+                        hint="a leftover of an interrupted build; remove it")
+        elif not entry.is_dir():
+            col.warning(entry, "C016", "file outside any variant directory (not uploaded)")
+    for vdir in _variant_dirs(build_dir):
+        variants.append(_check_variant(vdir, build_dir, col))
+    bundle = Bundle(root=build_dir, variants=tuple(variants))
+    if not variants:
+        col.error(build_dir, "C013", "no variant directories in the build tree",
+                  hint="build first: python -m pipeline build <kernel project>")
+
+    # All variants are one kernel at one version (one branch on the Hub).
+    names = sorted({v.kernel_name for v in variants if v.kernel_name})
+    if len(names) > 1:
+        col.error(build_dir, "C010", f"variants disagree on the kernel name: {', '.join(names)}",
+                  hint="a bundle holds one kernel; build each kernel into its own directory")
+    versions = sorted({v.version for v in variants if v.version is not None})
+    if len(versions) > 1:
+        col.error(build_dir, "C010", f"variants disagree on the version: {', '.join(map(str, versions))}",
+                  hint="each version is its own Hub branch (v<N>); rebuild every variant from one build.toml")
+
+    covered: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    expected_names: tuple[str, ...] | None = None
+    if expected is not None:
+        expected_names = tuple(dict.fromkeys(v.name for v in expected))
+        present = set(bundle.variant_names)
+        covered = tuple(n for n in expected_names if n in present)
+        missing = tuple(n for n in expected_names if n not in present)
+        extra = tuple(n for n in bundle.variant_names if n not in set(expected_names))
+        for n in extra:
+            col.warning(build_dir / n, "C015", "variant is not in the build matrix")
+    return CheckReport(bundle=bundle, problems=tuple(col.problems), covered=covered, missing=missing,
+                       extra=extra, expected=expected_names)
+
+
+def read_metadata_json(variant_dir: Path) -> dict:
+    """The raw metadata.json (for fields `Metadata` does not expose)."""
+    try:
+        return json.loads((variant_dir / "metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+# --- the matrix a bundle should cover -----------------------------------------
+
+def project_for_build_dir(build_dir: Path) -> Path | None:
+    """The kernel project a build tree belongs to: `<project>/build`, or a Nix
+    `result/<kernel>` whose kernel is listed in the workspace."""
+    build_dir = Path(build_dir).resolve()
+    parent = build_dir.parent
+    if (parent / "build.toml").is_file() and not _is_workspace_file(parent / "build.toml"):
+        return parent
+    from pipeline.workspace import find_workspace, load_workspace
+
+    root = find_workspace(Path.cwd()) or find_workspace(build_dir)
+    if root is None:
+        return None
+    ws = load_workspace(root)
+    for path in ws.kernel_paths:
+        if path.name == build_dir.name:
+            return path
+    return None
+
+
+def _is_workspace_file(path: Path) -> bool:
+    from pipeline import toml
+
+    try:
+        return "workspace" in toml.loads(toml.read_text(path))
+    except (toml.TOMLDecodeError, UnicodeDecodeError, OSError):
+        return False
+
+
+def expected_variants(project_path: Path, *, ci: bool = False) -> list:
+    """The project's build matrix (BUILD's `compute_matrix`) under the workspace
+    policy: the full one, or the reduced pull-request one with `ci`."""
+    from pipeline.matrix import compute_matrix
+    from pipeline.project import load_project
+    from pipeline.workspace import find_workspace, load_workspace
+
+    project = load_project(Path(project_path))
+    root = find_workspace(Path(project_path))
+    if root is None:
+        raise CheckError("no workspace build.toml above the kernel project, so no matrix policy",
+                         path=str(project_path), code="C017", hint="run inside the kernel-pipeline repository")
+    ws = load_workspace(root)
+    return list(compute_matrix(project, ws.ci_matrix if ci else ws.matrix))

@@ -1,0 +1,123 @@
+"""The kernel card: `README.md` on the Hub repository's `main` branch.
+
+Rendered from `pipeline/templates/card/README.md.j2` (front matter as the Hub
+expects for kernels: `library_name: kernels`, `license`). The card holds no
+timestamps, so publishing an unchanged bundle renders the same bytes and
+makes no commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from pipeline import __version__
+
+TEMPLATE_DIR = Path(__file__).parent / "templates" / "card"
+TEMPLATE = "README.md.j2"
+
+
+@dataclass(frozen=True)
+class CardVariant:
+    name: str
+    framework: str | None
+    target: str | None
+    platform: str | None
+    archs: tuple[str, ...] = ()
+    kernel_id: str | None = None
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Card:
+    repo_id: str
+    name: str
+    version: int
+    license: str | None
+    functions: tuple[str, ...]
+    variants: tuple[CardVariant, ...]
+    trusted: bool = False
+    description: str | None = None
+    benchmark_table: str | None = None
+    kernel_commit: str | None = None
+    dirty: bool = False
+    builders: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    forced: tuple[str, ...] = ()
+    pipeline_version: str = field(default=__version__)
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return tuple(sorted({v.backend for v in self.variants if v.backend}))
+
+
+def variant_from_bundle(v) -> CardVariant:
+    """From a `pipeline.bundle.VariantBundle`."""
+    return CardVariant(name=v.name, framework=v.framework, target=v.target, platform=v.platform,
+                       archs=tuple(v.archs), kernel_id=v.kernel_id, backend=v.backend)
+
+
+def variant_from_name(name: str, metadata: dict | None = None) -> CardVariant:
+    """A variant already on the Hub: described from its name (kernels' parser)
+    and, when we have it, its metadata.json."""
+    from kernels.variants import parse_variant
+
+    from pipeline.bundle import _describe_variant
+
+    try:
+        framework, target, platform = _describe_variant(parse_variant(name))
+    except ValueError:
+        framework = target = platform = None
+    metadata = metadata or {}
+    backend = (metadata.get("backend") or {})
+    return CardVariant(name=name, framework=framework, target=target, platform=platform,
+                       archs=tuple(backend.get("archs") or ()), kernel_id=metadata.get("id"),
+                       backend=str(backend.get("type", "")).lower() or None)
+
+
+def render_card(card: Card) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined, autoescape=False,
+    )
+    text = env.get_template(TEMPLATE).render(
+        repo_id=card.repo_id, namespace=card.repo_id.split("/")[0], name=card.name, version=card.version,
+        license=card.license, functions=list(card.functions), variants=sorted(card.variants, key=lambda v: v.name),
+        trusted=card.trusted, description=card.description, benchmark_table=card.benchmark_table,
+        kernel_commit=card.kernel_commit, dirty=card.dirty, builders=list(card.builders), checks=list(card.checks),
+        forced=list(card.forced), pipeline_version=card.pipeline_version, backends=list(card.backends),
+    )
+    # One blank line at most between blocks, one newline at the end.
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.strip() == "" and lines and lines[-1].strip() == "":
+            continue
+        lines.append(line.rstrip())
+    return "\n".join(lines).strip() + "\n"
+
+
+def benchmark_table(project_root: Path | None) -> str | None:
+    """The Markdown table of the kernel's published benchmark results, if any
+    (RMSNORM's `pipeline.bench.markdown_table`)."""
+    if project_root is None:
+        return None
+    results_dir = Path(project_root) / "benchmarks" / "results"
+    results = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
+    if not results:
+        return None
+    try:
+        from pipeline.bench import markdown_table
+    except ImportError:
+        return None
+    tables = []
+    for path in results:
+        try:
+            table = markdown_table(path)
+        except Exception:  # a malformed results file must not stop a publish; the card just omits it
+            continue
+        if table and table.strip():
+            tables.append(table.strip())
+    return "\n\n".join(tables) or None

@@ -1,0 +1,72 @@
+"""`pipeline bench BUILD_DIR`: time the host's variant against PyTorch baselines."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from pipeline.bench import markdown_table, plot, run_bench
+from pipeline.fsutil import atomic_write_text
+
+HELP = "benchmark the host's variant against PyTorch and copy bandwidth"
+DESCRIPTION = """\
+Time every case of the kernel project's benchmarks/bench_cases.py (contract in
+pipeline/bench.py): CUDA events, warm-up, median of --reps repetitions with the
+L2 flushed before each, next to the baselines the cases name and the device's
+copy bandwidth measured in the same run.
+
+example:
+  python -m pipeline bench kernels-src/rmsnorm/build --out h200.json --plot h200.png --markdown h200.md
+"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("build_dir", metavar="BUILD_DIR", type=Path, help="a build tree holding variant directories")
+    parser.add_argument("--kernel", type=Path, default=None, metavar="PATH",
+                        help="the kernel project whose cases to run (default: the workspace kernel named in the build)")
+    parser.add_argument("--reps", type=int, default=100, help="timed repetitions per measurement (default 100)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed calls first (default 10)")
+    parser.add_argument("--only", default=None, metavar="TEXT", help="only cases whose name contains TEXT")
+    parser.add_argument("--out", type=Path, default=None, metavar="JSON", help="write the results JSON here")
+    parser.add_argument("--plot", type=Path, default=None, metavar="PNG", help="write the plot here")
+    parser.add_argument("--markdown", type=Path, default=None, metavar="MD", help="write the Markdown table here")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON only")
+
+
+def run(args, output) -> int:
+    import json
+
+    status = None
+    progress = None
+    if output.interactive:
+        status = output.err.status("bench")
+        status.start()
+        progress = lambda text: status.update(f"bench {text}")  # noqa: E731
+    else:
+        progress = lambda text: output.info(f"bench {text}")  # noqa: E731
+    # Recorded in the JSON so the figures say how they were made.
+    argv = sys.argv[1:]
+    command = ("python -m pipeline " + " ".join(shlex.quote(a) for a in argv[argv.index("bench"):])
+               if "bench" in argv else "")
+    try:
+        report = run_bench(args.build_dir, args.kernel, reps=args.reps, warmup=args.warmup, only=args.only,
+                           progress=progress, command=command)
+    finally:
+        if status is not None:
+            status.stop()
+    data = report.to_json()
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out, json.dumps(data, indent=2) + "\n")
+    if args.plot:
+        plot(data, args.plot)
+    table = markdown_table(data)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.markdown, table)
+    if output.json_mode:
+        output.emit_json(data)
+    else:
+        output.result(table)
+    return 0

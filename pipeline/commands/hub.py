@@ -1,0 +1,135 @@
+"""`hub serve | token | trust`: run and administer the embedded Kernel Hub."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pipeline.console import Output
+
+HELP = "the embedded Kernel Hub (hub serve)"
+DESCRIPTION = """\
+The embedded Kernel Hub: a server that the unmodified huggingface_hub client and
+kernels.get_kernel use as if it were the Hugging Face Hub. Repositories are bare
+git repositories under --root; large files go through Git LFS.
+
+Point a client at it with two environment variables:
+
+    export HF_ENDPOINT=http://127.0.0.1:8000   # where huggingface_hub and kernels send requests
+    export HF_HUB_DISABLE_XET=1                 # upload through Git LFS: this hub does not speak Xet
+    export HF_TOKEN=hf_...                      # a token from this hub (writes, private repos)
+
+commands:
+  serve   run the server in the foreground (logs each request on stderr)
+  token   create a read or write token for a namespace
+  trust   mark a namespace as a trusted kernel publisher (trustedKernelPublisher)
+"""
+
+SERVE_DESCRIPTION = """\
+Serve the hub from --root until interrupted. On the first start an admin token
+(write access to every namespace) is created and printed once, unless --token
+or PIPELINE_HUB_TOKEN gives one. Stdout gets two shell-friendly lines when the
+server is listening:
+
+    HF_ENDPOINT=http://127.0.0.1:8000
+    PIPELINE_HUB_TOKEN=hf_...        (only when the token was just created)
+
+Clients: HF_ENDPOINT=<that url> HF_HUB_DISABLE_XET=1 HF_TOKEN=<token> python ...
+"""
+
+
+def _default_root() -> Path:
+    from pipeline.hub import default_root
+
+    return default_root()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="hub_command", metavar="COMMAND")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    serve = sub.add_parser("serve", help="run the hub server", description=SERVE_DESCRIPTION, formatter_class=fmt)
+    serve.add_argument("--root", type=Path, default=None, help="data directory (default: $XDG_DATA_HOME/kernel-pipeline/hub, i.e. ~/.local/share/kernel-pipeline/hub)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8000, help="port (0 = any free port; default: %(default)s)")
+    serve.add_argument("--token", default=None, help="admin token (default: $PIPELINE_HUB_TOKEN, else created on first start)")
+    serve.add_argument("--trust", action="append", default=[], metavar="NAMESPACE",
+                       help="mark NAMESPACE as a trusted kernel publisher (repeatable)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--json", action="store_true", help="print the endpoint (and a new admin token) as one JSON line")
+
+    token = sub.add_parser("token", help="create a token", description="Create a token with read or write scope "
+                           "on one namespace ('*' = all). The token is printed once; only its hash is stored.")
+    token.add_argument("--root", type=Path, default=None, help="data directory of the hub")
+    token.add_argument("--namespace", required=True, help="namespace the token may use, or '*'")
+    token.add_argument("--scope", choices=["read", "write"], default="write")
+    token.add_argument("--user", default=None, help="user name the token acts as (default: the namespace)")
+    token.add_argument("--json", action="store_true")
+
+    trust = sub.add_parser("trust", help="mark a namespace as a trusted kernel publisher",
+                           description="kernels.get_kernel loads kernels without trust_remote_code only from "
+                           "namespaces whose organization overview says trustedKernelPublisher: true.")
+    trust.add_argument("namespace")
+    trust.add_argument("--root", type=Path, default=None, help="data directory of the hub")
+    trust.add_argument("--revoke", action="store_true", help="remove the trust instead")
+    trust.add_argument("--json", action="store_true")
+    parser.set_defaults(_hub_parser=parser)
+
+
+def run(args: argparse.Namespace, output: Output) -> int:
+    from pipeline.hub.auth import AuthStore
+
+    command = getattr(args, "hub_command", None)
+    if command is None:
+        args._hub_parser.print_help()
+        return 2
+    root = (args.root or _default_root()).expanduser()
+    if command == "serve":
+        return _serve(args, root, output)
+    auth = AuthStore(root)
+    if command == "token":
+        token = auth.create_token(args.namespace, args.scope, user=args.user)
+        if output.json_mode:
+            output.emit_json({"token": token, "namespace": args.namespace, "scope": args.scope})
+        else:
+            output.result(token)
+            output.info(f"{args.scope} token for namespace '{args.namespace}' (shown once; only its hash is kept)")
+        return 0
+    if command == "trust":
+        auth.set_trusted(args.namespace, not args.revoke)
+        trusted = sorted(auth.trusted_namespaces())
+        if output.json_mode:
+            output.emit_json({"trusted": trusted})
+        else:
+            output.result(f"trusted kernel publishers: {', '.join(trusted) or '(none)'}")
+        return 0
+    return 2
+
+
+def _serve(args: argparse.Namespace, root: Path, output: Output) -> int:
+    from pipeline.hub.server import serve
+
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def on_ready(endpoint: str, prepared) -> None:
+        if output.json_mode:
+            output.emit_json({"endpoint": endpoint, "root": str(root),
+                              "admin_token": prepared.admin_token if prepared.admin_token_created else None})
+        else:
+            print(f"HF_ENDPOINT={endpoint}", flush=True)
+            if prepared.admin_token_created:
+                print(f"PIPELINE_HUB_TOKEN={prepared.admin_token}", flush=True)
+        output.info(f"hub: serving {root} at {endpoint}")
+        if prepared.admin_token_created:
+            output.info("hub: a new admin token was created and printed above; it is not shown again")
+        output.info(f"hub: clients: HF_ENDPOINT={endpoint} HF_HUB_DISABLE_XET=1 HF_TOKEN=<token>")
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            output.info("hub: warning: plain HTTP on a non-loopback address; put TLS in front of it")
+
+    serve(root, host=args.host, port=args.port, admin_token=args.token or os.environ.get("PIPELINE_HUB_TOKEN") or None,
+          trusted_namespaces=args.trust, on_ready=on_ready)
+    return 0

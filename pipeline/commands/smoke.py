@@ -1,0 +1,60 @@
+"""`pipeline smoke BUILD_DIR`: correctness of the host's variant on this device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.smoke import DEFAULT_SEEDS, TOLERANCE, run_smoke
+
+HELP = "correctness of the host's variant against a float64 reference"
+DESCRIPTION = f"""\
+Load the host's variant from BUILD_DIR with kernels.get_local_kernel and run the
+kernel project's cases (tests/smoke_cases.py; contract in pipeline/smoke.py):
+fresh random inputs per seed, outputs poisoned with NaN and guarded, relative
+error against float64 within {', '.join(f'{k} {v:g}' for k, v in TOLERANCE.items() if k != 'float64')},
+torch.library.opcheck and torch.compile(fullgraph=True) on the marked cases.
+
+example:
+  python -m pipeline smoke kernels-src/rmsnorm/build
+  python -m pipeline smoke build/ --kernel kernels-src/rmsnorm --json
+"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("build_dir", metavar="BUILD_DIR", type=Path,
+                        help="a build tree holding variant directories (or its parent)")
+    parser.add_argument("--kernel", type=Path, default=None, metavar="PATH",
+                        help="the kernel project whose cases to run (default: the workspace kernel named in the build)")
+    parser.add_argument("--seeds", type=int, default=len(DEFAULT_SEEDS), metavar="N",
+                        help=f"random trials per case (default {len(DEFAULT_SEEDS)})")
+    parser.add_argument("--no-op-checks", action="store_true", help="skip opcheck and torch.compile checks")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
+
+
+def run(args, output) -> int:
+    progress = None
+    status = None
+    if output.interactive:
+        status = output.err.status("smoke")
+        status.start()
+        progress = lambda text: status.update(f"smoke {text}")  # noqa: E731
+    try:
+        report = run_smoke(args.build_dir, args.kernel, seeds=tuple(range(args.seeds)), progress=progress,
+                           op_checks=not args.no_op_checks)
+    finally:
+        if status is not None:
+            status.stop()
+    if output.json_mode:
+        output.emit_json(report.to_json())
+    else:
+        output.result(f"{report.kernel} {report.variant} on {report.device} ({report.project})")
+        for r in report.failures:
+            seed = "" if r.seed is None else f" seed {r.seed}"
+            output.result(f"FAIL {r.check:8s} {r.name}{seed}: {r.message}")
+        values = [r for r in report.results if r.check == "values" and r.error is not None and r.bound]
+        if values:
+            worst = max(values, key=lambda r: r.error / r.bound)
+            output.result(f"worst error/bound: {worst.error:.3g} / {worst.bound:g} ({worst.name})")
+        n = len(report.results)
+        output.result(f"{'PASS' if report.passed else 'FAIL'}: {n - len(report.failures)}/{n} checks passed")
+    return 0 if report.passed else 7

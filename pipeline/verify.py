@@ -1,0 +1,326 @@
+"""`verify ORG/NAME --version N`: does `kernels` get what we published?
+
+Two questions, both answered by `kernels`' own code, in a fresh Python
+process pointed at the Hub (`HF_ENDPOINT`) with an empty `KERNELS_CACHE`, so
+nothing from this process or an earlier download can stand in:
+
+1. Load: `kernels.get_kernel(ORG/NAME, version=N)` picks this host's variant,
+   downloads and imports it; its ops are then run on fresh random inputs
+   against the kernel's float64 references (the smoke cases of
+   `tests/smoke_cases.py`, through `pipeline.smoke.run_cases`).
+2. Resolution: for every cell of the build matrix, the variant that
+   `kernels`' selection function (`kernels.variants._resolve_variant_for_system`,
+   the function `get_kernel` itself calls, given explicit system parameters)
+   would choose from the published variants, or nothing with its reasons.
+
+A cell is *promised* when the publication covers its torch version, backend
+(CUDA major) and platform, i.e. some published variant was built for that
+family; with `require="all"` every matrix cell is promised. A promised cell
+that resolves to nothing fails verification.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pipeline.errors import Problem, VerifyError
+
+# macOS release assumed for darwin cells: kernels only loads Metal builds on
+# macOS 26+, and that is what a published Metal variant targets.
+DARWIN_SYSTEM_MACOS = "26.0"
+CHILD_TIMEOUT_S = 900
+Require = Literal["published", "all"]
+
+
+@dataclass(frozen=True)
+class LoadCheck:
+    ok: bool
+    variant: str | None
+    kernel_id: str | None
+    revision: str | None
+    seeds: tuple[int, ...]
+    cases: int
+    failed: int
+    message: str = ""
+    failures: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CellResolution:
+    cell: str  # the matrix cell (a variant name) whose system was resolved
+    chosen: str | None
+    promised: bool
+    rejected: tuple[str, ...] = ()  # "variant: reason", when nothing was chosen
+
+    @property
+    def status(self) -> str:
+        if self.chosen is None:
+            return "none"
+        return "exact" if self.chosen == self.cell else "compatible"
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "status": self.status}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    endpoint: str
+    repo_id: str
+    version: int
+    revision: str | None
+    published: tuple[str, ...]
+    load: LoadCheck | None
+    cells: tuple[CellResolution, ...]
+    require: str = "published"
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.is_error for p in self.problems)
+
+    def raise_for_errors(self) -> None:
+        if not self.ok:
+            raise VerifyError(f"{self.repo_id} v{self.version} failed verification at {self.endpoint}",
+                              code="V000", problems=self.problems,
+                              hint="see the problems above; nothing was changed on the Hub by verify")
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok, "endpoint": self.endpoint, "repo_id": self.repo_id, "version": self.version,
+            "revision": self.revision, "published": list(self.published), "require": self.require,
+            "load": self.load.to_json() if self.load else None,
+            "cells": [c.to_json() for c in self.cells],
+            "problems": [p.to_json() for p in self.problems],
+        }
+
+
+def matrix_cells(project_root: Path | None) -> list[str]:
+    """The full build matrix of the project (BUILD's compute_matrix under the
+    workspace policy), as variant names; [] without a project."""
+    if project_root is None:
+        return []
+    from pipeline.bundle import expected_variants
+
+    return [v.name for v in expected_variants(project_root)]
+
+
+def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
+    env = dict(os.environ)
+    for key in ("HF_HUB_OFFLINE", "LOCAL_KERNELS", "HF_TOKEN", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        env.pop(key, None)
+    env.update({
+        "HF_ENDPOINT": endpoint,
+        "KERNELS_CACHE": str(cache / "kernels"),
+        "HF_HOME": str(cache / "hf-home"),  # no stored token, no shared cache
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    if token:
+        env["HF_TOKEN"] = token
+    from pipeline.publish import is_hugging_face
+
+    if not is_hugging_face(endpoint):
+        env["HF_HUB_DISABLE_XET"] = "1"  # only the Hugging Face Hub speaks Xet
+    # The child imports this package from wherever this process did.
+    package_parent = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def verify_publication(endpoint: str, repo_id: str, version: int, *, project_root: Path | None = None,
+                       token: str | None = None, cells: list[str] | None = None, require: Require = "published",
+                       load_only: bool = False, events=None) -> VerifyReport:
+    """Verify a publication; returns the report (callers raise on errors)."""
+    if cells is None:
+        cells = matrix_cells(project_root)
+    seeds = (random.SystemRandom().randrange(1, 2**31),)
+    request = {
+        "repo_id": repo_id, "version": version, "cells": cells, "seeds": list(seeds),
+        "project_root": str(project_root) if project_root else None, "load_only": load_only,
+        "darwin_macos": DARWIN_SYSTEM_MACOS,
+    }
+    with tempfile.TemporaryDirectory(prefix="pipeline-verify-") as tmp:
+        tmp_path = Path(tmp)
+        (tmp_path / "kernels").mkdir()
+        result_path = tmp_path / "result.json"
+        request["result"] = str(result_path)
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", "from pipeline.verify import _child_main; _child_main()"],
+                input=json.dumps(request), capture_output=True, text=True,
+                env=_child_env(endpoint, token, tmp_path), timeout=CHILD_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise VerifyError(f"the verification process did not finish in {CHILD_TIMEOUT_S} s", code="V009") from None
+        if not result_path.is_file():
+            tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-15:])
+            raise VerifyError(f"the verification process failed (exit {proc.returncode})", code="V009",
+                              hint=tail or "no output")
+        data = json.loads(result_path.read_text())
+    return _report(endpoint, repo_id, version, data, require, project_root)
+
+
+def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Require,
+            project_root: Path | None) -> VerifyReport:
+    problems: list[Problem] = []
+    where = f"{repo_id}@v{version}"
+    if data.get("error"):
+        problems.append(Problem(where, None, "V001", data["error"],
+                                hint="is the version published? `python -m pipeline publish` prints what it made"))
+    published = tuple(data.get("published") or ())
+    load = None
+    if data.get("load") is not None:
+        load = LoadCheck(**{**data["load"], "seeds": tuple(data["load"]["seeds"]),
+                            "failures": tuple(data["load"]["failures"])})
+        if not load.ok:
+            problems.append(Problem(where, None, "V002",
+                                    f"get_kernel(version={version}) on this host: {load.message}",
+                                    hint="run `python -m pipeline smoke` on the build for the full report"))
+    families = {_family(name) for name in published}
+    cells = []
+    for item in data.get("cells") or ():
+        promised = require == "all" or _family(item["cell"]) in families
+        cell = CellResolution(cell=item["cell"], chosen=item.get("chosen"), promised=promised,
+                              rejected=tuple(item.get("rejected") or ()))
+        cells.append(cell)
+        if promised and cell.chosen is None:
+            problems.append(Problem(where, None, "V003",
+                                    f"a system of cell {cell.cell} resolves to no published variant",
+                                    hint="; ".join(cell.rejected[:3]) or "publish a variant for it"))
+    if not data.get("cells") and project_root is None:
+        problems.append(Problem(where, None, "V004", "no build matrix to resolve (no kernel project given)",
+                                hint="pass --kernel PATH to resolve the matrix cells", severity="warning"))
+    return VerifyReport(endpoint=endpoint, repo_id=repo_id, version=version, revision=data.get("revision"),
+                        published=published, load=load, cells=tuple(cells), require=require,
+                        problems=tuple(problems))
+
+
+def _family(variant_name: str) -> tuple:
+    """(framework, backend kind + major version, platform): what a publication
+    that contains this variant promises to serve (parsed by kernels)."""
+    from kernels.variants import ArchVariant, parse_variant
+
+    try:
+        v = parse_variant(variant_name)
+    except ValueError:
+        return ("?", variant_name)
+    if isinstance(v, ArchVariant):
+        backend = v.arch.backend
+        version = getattr(backend, "version", None)
+        return (v.framework.variant_str, backend.name, version.major if version is not None else None,
+                v.arch.platform, v.arch.os)
+    return ("noarch", v.arch.backend_name)
+
+
+# --- the child process ------------------------------------------------------------
+
+def _system_of(cell: str, darwin_macos: str) -> dict:
+    """Explicit system parameters for a cell, read from its name by kernels' parser."""
+    from packaging.version import Version
+
+    from kernels.variants import ArchVariant, parse_variant
+
+    v = parse_variant(cell)
+    if not isinstance(v, ArchVariant):
+        raise ValueError(f"{cell} is not an arch variant: it names no system")
+    framework = v.framework
+    is_linux = v.arch.os == "linux"
+    return {
+        "selected_backend": v.arch.backend,
+        "cpu": v.arch.platform,
+        "os": v.arch.os,
+        "torch_version": getattr(framework, "version", None),
+        "torch_cxx11_abi": (framework.cxx11_abi if framework.cxx11_abi is not None else True) if is_linux and
+        hasattr(framework, "cxx11_abi") else None,
+        "tvm_ffi_version": None,
+        "macos_version": Version(darwin_macos) if v.arch.os == "darwin" else None,
+    }
+
+
+def _resolve_cells(variants: list, cells: list[str], darwin_macos: str) -> list[dict]:
+    from kernels.variants import VariantRejected, _resolve_variant_for_system
+
+    out = []
+    for cell in cells:
+        try:
+            system = _system_of(cell, darwin_macos)
+        except ValueError as exc:
+            out.append({"cell": cell, "chosen": None, "rejected": [str(exc)]})
+            continue
+        applicable, trace = _resolve_variant_for_system(variants=variants, **system)
+        chosen = applicable[0].variant_str if applicable else None
+        rejected = [f"{d.variant.variant_str}: {d.reason}" for d in trace if isinstance(d, VariantRejected)]
+        out.append({"cell": cell, "chosen": chosen, "rejected": [] if chosen else rejected})
+    return out
+
+
+def _load_and_run(repo_id: str, version: int, project_root: str | None, seeds: list[int],
+                  load_only: bool) -> dict:
+    import kernels
+    import torch
+
+    module = kernels.get_kernel(repo_id, version=version, trust_remote_code=[repo_id])
+    variant_dir = Path(module.__file__).resolve().parent
+    loaded = next((k for k in kernels.get_loaded_kernels() if k.module is module), None)
+    result = {
+        "ok": True, "variant": variant_dir.name, "kernel_id": loaded.metadata.id if loaded else None,
+        "revision": loaded.repo_info.revision if loaded and loaded.repo_info else None,
+        "seeds": seeds, "cases": 0, "failed": 0, "message": "", "failures": [],
+    }
+    if load_only:
+        result["message"] = "loaded (outputs not checked: --load-only)"
+        return result
+    cases_file = Path(project_root) / "tests" / "smoke_cases.py" if project_root else None
+    if cases_file is None or not cases_file.is_file():
+        result.update(ok=False, message="loaded, but there are no reference cases to check its outputs "
+                                        "(tests/smoke_cases.py of the kernel project)")
+        return result
+    from pipeline.smoke import load_cases, run_cases
+
+    device = torch.device("cuda") if (loaded and str(loaded.metadata.backend.backend_type).lower() == "cuda") \
+        else torch.device("cpu")
+    runs = run_cases(module, load_cases(Path(project_root)), device, seeds=tuple(seeds), op_checks=False)
+    failures = [f"{r.name} (seed {r.seed}): {r.message}" for r in runs if not r.passed]
+    result.update(ok=bool(runs) and not failures, cases=len(runs), failed=len(failures), failures=failures[:10],
+                  message=(f"{len(runs)} case(s) match the float64 reference" if not failures
+                           else f"{len(failures)} of {len(runs)} case(s) differ from the reference"))
+    return result
+
+
+def _child_main() -> None:
+    """Runs in the fresh process: everything through kernels, nothing cached."""
+    request = json.loads(sys.stdin.read())
+    out: dict = {"published": [], "cells": [], "load": None, "revision": None}
+    try:
+        from kernels._versions import select_revision_or_version
+        from kernels.hf_hub import _get_hf_api
+        from kernels.variants import get_variants
+
+        repo_id, version = request["repo_id"], request["version"]
+        revision = select_revision_or_version(repo_id, revision=None, version=version, local_files_only=False)
+        out["revision"] = revision
+        variants = get_variants(_get_hf_api(), repo_id=repo_id, revision=revision)
+        out["published"] = sorted(v.variant_str for v in variants)
+        out["cells"] = _resolve_cells(variants, list(request["cells"]), request["darwin_macos"])
+        try:
+            out["load"] = _load_and_run(repo_id, version, request.get("project_root"), request["seeds"],
+                                        bool(request.get("load_only")))
+        except Exception as exc:  # whatever get_kernel raises is the finding we report
+            out["load"] = {"ok": False, "variant": None, "kernel_id": None, "revision": revision,
+                           "seeds": request["seeds"], "cases": 0, "failed": 0,
+                           "message": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+                           "failures": []}
+    except Exception as exc:  # e.g. the version does not exist: reported, not a traceback
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    Path(request["result"]).write_text(json.dumps(out))
