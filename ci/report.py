@@ -136,7 +136,17 @@ def render_generic(verb: str, document) -> str:
     return "\n".join(lines + _problems(document)) + "\n"
 
 
+def render_error(verb: str, document: dict) -> str:
+    """A PipelineError the verb printed instead of its report (`error`, `code`, `hint`, `problems`)."""
+    lines = [f"### {verb}: FAILED", "", f"{document.get('code', '')}: {document['error']}".lstrip(": ")]
+    if document.get("hint"):
+        lines += ["", f"hint: {document['hint']}"]
+    return "\n".join(lines + _problems(document)) + "\n"
+
+
 def render(verb: str, document) -> str:
+    if isinstance(document, dict) and "error" in document and "exit_code" in document:
+        return render_error(verb, document)
     if verb == "check" and isinstance(document, dict):
         return render_check(document)
     if verb == "smoke" and isinstance(document, dict):

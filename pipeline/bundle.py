@@ -159,9 +159,20 @@ def find_build_dir(path: Path) -> Path:
     if (path / "metadata.json").is_file():
         raise CheckError("this is one variant directory, not a build tree", code="C013", path=str(path),
                          hint=f"pass its parent: {path.parent}")
-    if not _variant_dirs(path) and (path / "build").is_dir():
+    if (path / "build").is_dir() and ((path / "build.toml").is_file() or not any(
+            _parses(p.name) for p in _variant_dirs(path))):
         return path / "build"
     return path
+
+
+def _parses(name: str) -> bool:
+    from kernels.variants import parse_variant
+
+    try:
+        parse_variant(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _variant_dirs(build_dir: Path) -> list[Path]:
@@ -452,15 +463,16 @@ def _is_workspace_file(path: Path) -> bool:
 
 def expected_variants(project_path: Path, *, ci: bool = False) -> list:
     """The project's build matrix (BUILD's `compute_matrix`) under the workspace
-    policy: the full one, or the reduced pull-request one with `ci`."""
-    from pipeline.matrix import compute_matrix
+    policy: the full one, or the reduced pull-request one with `ci`. A project
+    outside any workspace gets the builder's whole table (as `matrix` does)."""
+    from pipeline.matrix import compute_matrix, full_table_policy, reduced_policy
     from pipeline.project import load_project
     from pipeline.workspace import find_workspace, load_workspace
 
     project = load_project(Path(project_path))
     root = find_workspace(Path(project_path))
     if root is None:
-        raise CheckError("no workspace build.toml above the kernel project, so no matrix policy",
-                         path=str(project_path), code="C017", hint="run inside the kernel-pipeline repository")
+        full = full_table_policy()
+        return list(compute_matrix(project, reduced_policy(full) if ci else full))
     ws = load_workspace(root)
     return list(compute_matrix(project, ws.ci_matrix if ci else ws.matrix))

@@ -147,6 +147,18 @@ def is_hugging_face(endpoint: str) -> bool:
     return endpoint.rstrip("/") in (HF_HUB_ENDPOINT, "https://hf.co")
 
 
+def _xet_available() -> bool:
+    try:
+        from huggingface_hub.utils._runtime import is_xet_available
+    except ImportError:  # moved: then assume what huggingface_hub documents (used when installed)
+        import importlib.util
+
+        from huggingface_hub import constants
+
+        return importlib.util.find_spec("hf_xet") is not None and not constants.HF_HUB_DISABLE_XET
+    return is_xet_available()
+
+
 @contextlib.contextmanager
 def _xet_off() -> Iterator[None]:
     """Upload through Git LFS: only the Hugging Face Hub speaks Xet, and
@@ -241,10 +253,12 @@ class UploadPlan:
         if not self.repo_exists:
             out.append(f"create repository {self.repo_id} (type {REPO_TYPE})")
         for b in self.branches:
-            if not b.exists:
-                out.append(f"create branch {b.branch} from {MAIN} at {_short(b.create_from)}")
+            if not b.exists and b.branch != MAIN:
+                at = f" at {_short(b.create_from)}" if b.create_from else ""
+                out.append(f"create branch {b.branch} from {MAIN}{at}")
             if b.ops:
-                out.append(f"commit to {b.branch} (parent {_short(b.parent_commit)}): {b.message}")
+                parent = f"parent {_short(b.parent_commit)}" if b.parent_commit else "first commit"
+                out.append(f"commit to {b.branch} ({parent}): {b.message}")
                 out.extend(f"  {op.describe()}" for op in b.ops)
             else:
                 out.append(f"{b.branch}: no changes ({b.unchanged} file(s) already identical)")
@@ -422,7 +436,7 @@ def plan_upload(api, repo_id: str, bundle, version: int, card_for: Callable[[lis
     main_plan = BranchPlan(branch=MAIN, exists=main_head is not None, parent_commit=main_head,
                            ops=tuple(main_ops), unchanged=main_unchanged,
                            message=f"Kernel card for {repo_id} v{version} (kernel-pipeline {__version__})")
-    if main_head is None:
+    if main_head is None and remote.repo_exists:
         # An empty repository: main gets its first commit before the version
         # branch can be created from it.
         return UploadPlan(repo_id, remote.repo_exists, (main_plan, version_plan), tuple(notes))
@@ -552,14 +566,13 @@ def execute_plan(api, plan: UploadPlan, *, progress: UploadProgress | None = Non
     removed again if the publish fails before anything was committed to it
     (when the Hub is still reachable), so a failed publish leaves the Hub as
     it was."""
-    from huggingface_hub.utils import is_xet_available
-
     repo_id = plan.repo_id
     if lfs_only is None:
         lfs_only = not is_hugging_face(api.endpoint)
     # Through Xet, huggingface_hub shows its own progress (and refuses file
-    # objects); through LFS our progress reader sees every byte sent.
-    ours = progress is not None and (lfs_only or not is_xet_available())
+    # objects); through LFS our progress reader sees every byte sent, and
+    # huggingface_hub's own bars are turned off.
+    ours = progress is not None and (lfs_only or not _xet_available())
     if not ours:
         progress = None
     created_repo = False
@@ -598,7 +611,7 @@ def execute_plan(api, plan: UploadPlan, *, progress: UploadProgress | None = Non
                                f"{bplan.branch}: {len(bplan.ops)} operation(s)")
             try:
                 with (_xet_off() if lfs_only else contextlib.nullcontext()), \
-                        (_hf_bars_off() if ours else contextlib.nullcontext()):
+                        (_hf_bars_off() if lfs_only else contextlib.nullcontext()):
                     info = _guarded(
                         f"commit to {bplan.branch} failed", repo_id,
                         lambda: api.create_commit(repo_id, operations, commit_message=bplan.message,
@@ -749,13 +762,28 @@ def host_choice(build_dir: Path) -> str | None:
     return chosen.variant_str if chosen is not None else None
 
 
+def _refresh_local(build_dir: Path) -> bool:
+    """Whether to (re)run the local build before publishing an existing build/:
+    when it has no variant for this host, or when the host's variant is a local
+    build of this pipeline (its cache makes an up-to-date build a no-op, and a
+    changed source is rebuilt rather than published stale). A variant built by
+    Nix/kernel-builder is taken as it is."""
+    from pipeline.bundle import read_metadata_json
+
+    chosen = host_choice(build_dir)
+    if chosen is None:
+        return True
+    provenance = read_metadata_json(build_dir / chosen).get("provenance") or {}
+    builder = str((provenance.get("kernel-builder") or {}).get("version", ""))
+    return builder.startswith("kernel-pipeline")
+
+
 def _build_host_variant(project, out: Path, events: Events) -> None:
     from pipeline.build import build_project
-    from pipeline.matrix import host_variant
 
-    host = host_variant()
-    events.step("build", f"building {host.name} locally into {out}")
-    result = build_project(project, out, backend="local", variant=host.name)
+    events.step("build", f"local build of the host's variant into {out}")
+    result = build_project(project, out, backend="local",
+                           progress=lambda event: events.step("build", str(getattr(event, "message", event))))
     for built in result.variants:
         events.step("build", f"{built.variant.name}: {'up to date' if built.cached else 'built'} ({built.kernel_id})")
 
@@ -811,15 +839,15 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
     if request.build_dir is not None:
         build_dir, source = find_build_dir(request.build_dir), "given"
     else:
-        found = None if request.rebuild else locate_bundle(
-            project.root if project else None, repo_id.split("/")[1], workspace_root)
-        if found is None:
-            if project is None:
-                raise PublishError("nothing to publish: no build tree and no kernel project", code="P002",
-                                   hint="pass --kernel PATH or --build-dir PATH")
+        found = locate_bundle(project.root if project else None, repo_id.split("/")[1], workspace_root)
+        if project is not None and (found is None or request.rebuild
+                                    or (found[0] == project.root / "build" and _refresh_local(found[0]))):
             out = project.root / "build"
             _build_host_variant(project, out, events)
-            build_dir, source = out, "built now (host variant)"
+            build_dir, source = out, "local build of the host's variant"
+        elif found is None:
+            raise PublishError("nothing to publish: no build tree and no kernel project", code="P002",
+                               hint="pass --kernel PATH or --build-dir PATH")
         else:
             build_dir, source = found
     events.step("build", f"using {build_dir} ({source})")
@@ -900,11 +928,16 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
     bench = benchmark_table(project.root) if project else None
     local = {v.name: variant_from_bundle(v) for v in bundle.variants}
 
-    with started_target(target, trusted_namespaces=(repo_id.split("/")[0],)) as live:
+    # A dry run against an embedded Hub that has never held data plans against
+    # an empty Hub instead of creating one.
+    nothing_yet = request.dry_run and target.embedded and not Path(target.hub_root).exists()
+    ctx = (contextlib.nullcontext(replace(target, endpoint=f"http://127.0.0.1:{target.hub_port}"))
+           if nothing_yet else started_target(target, trusted_namespaces=(repo_id.split("/")[0],)))
+    with ctx as live:
         events.step("publish", f"target: {live.describe()}")
         api = HfApi(endpoint=live.endpoint, token=live.token or False)
         try:
-            remote = read_remote(api, repo_id)
+            remote = RemoteState(False, {}, {}) if nothing_yet else read_remote(api, repo_id)
         except Exception as exc:
             if _is_hub_failure(exc):
                 raise _hub_error(exc, f"cannot read {repo_id}", repo_id, live.endpoint) from None

@@ -117,13 +117,15 @@ def matrix_cells(project_root: Path | None) -> list[str]:
 
 def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
     env = dict(os.environ)
-    for key in ("HF_HUB_OFFLINE", "LOCAL_KERNELS", "HF_TOKEN", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+    # HF_HUB_DISABLE_TELEMETRY is dropped too: with it, kernels 0.17.2 sends a
+    # User-Agent ending in "; " that httpx refuses ("Illegal header value").
+    for key in ("HF_HUB_OFFLINE", "LOCAL_KERNELS", "HF_TOKEN", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
+                "HF_HUB_DISABLE_TELEMETRY"):
         env.pop(key, None)
     env.update({
         "HF_ENDPOINT": endpoint,
         "KERNELS_CACHE": str(cache / "kernels"),
         "HF_HOME": str(cache / "hf-home"),  # no stored token, no shared cache
-        "HF_HUB_DISABLE_TELEMETRY": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
     })
     if token:
@@ -271,7 +273,8 @@ def _load_and_run(repo_id: str, version: int, project_root: str | None, seeds: l
     import torch
 
     module = kernels.get_kernel(repo_id, version=version, trust_remote_code=[repo_id])
-    variant_dir = Path(module.__file__).resolve().parent
+    # Not resolved: the cache links each file to a content blob; the directory is the variant.
+    variant_dir = Path(module.__file__).parent
     loaded = next((k for k in kernels.get_loaded_kernels() if k.module is module), None)
     result = {
         "ok": True, "variant": variant_dir.name, "kernel_id": loaded.metadata.id if loaded else None,

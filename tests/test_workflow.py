@@ -290,7 +290,7 @@ def run_act(tmp_path: Path, event: str, payload: dict, *, gpu_label: str, runner
     event_file = tmp_path / "event.json"
     event_file.write_text(json.dumps(payload), encoding="utf-8")
     cmd = [act, event, "--dryrun", "-e", str(event_file), "-W", ".github/workflows/kernels.yml",
-           "--action-cache-path", str(tmp_path / "act-cache"), "--env", "CI_DRY_RUN=1",
+           "--action-cache-path", str(tmp_path / "act-cache"), "--no-cache-server", "--env", "CI_DRY_RUN=1",
            "--secret", "HF_TOKEN=rehearsal", "--var", f"GPU_RUNNER_LABEL={gpu_label}"]
     for label in sorted(runners | ({gpu_label} if gpu_label else set())):
         cmd += ["-P", f"{label}=-self-hosted"]
@@ -320,6 +320,7 @@ PR_EVENT = {
 }
 
 
+@pytest.mark.slow
 def test_act_rehearses_the_pull_request_run_over_the_real_matrix(tmp_path):
     jobs = pipeline_matrix("--ci", "--group", "job")
     if not jobs["include"]:
@@ -347,6 +348,7 @@ def test_act_rehearses_the_pull_request_run_over_the_real_matrix(tmp_path):
     assert not _job_lines(log, "Publish") and not _job_lines(log, "Verify")
 
 
+@pytest.mark.slow
 def test_act_rehearsal_without_a_gpu_runner_shows_the_notice(tmp_path):
     if not any(r["backend"] == "cuda" for r in pipeline_matrix("--ci")["include"]):
         pytest.skip("the workspace has no CUDA variant in the pull-request matrix")
@@ -358,6 +360,7 @@ def test_act_rehearsal_without_a_gpu_runner_shows_the_notice(tmp_path):
                                                      for line in _job_lines(log, "GPU smoke "))
 
 
+@pytest.mark.slow
 def test_act_rehearses_a_release_over_the_full_matrix(tmp_path):
     jobs = pipeline_matrix("--group", "job")
     if not jobs["include"]:

@@ -55,21 +55,22 @@ def run(args, output) -> int:
 
 
 def print_report(report, output, *, coverage_note: str = "") -> None:
-    from rich.table import Table
-
     bundle = report.bundle
-    table = Table(title=f"{bundle.name or '?'} v{bundle.version if bundle.version is not None else '?'}"
-                        f" in {bundle.root}", title_justify="left")
-    table.add_column("variant", no_wrap=True)
-    for column in ("framework", "target", "platform", "files", "status"):
-        table.add_column(column)
+    version = bundle.version if bundle.version is not None else "?"
+    output.result(f"{bundle.name or '?'} v{version}: {len(bundle.variants)} variant(s) in {bundle.root}")
+    rows = []
     for v in bundle.variants:
         errors = [p for p in report.errors if v.name in Path(p.path).parts]
         status = "ok" if not errors else f"{len(errors)} error(s)"
-        table.add_row(v.name, v.framework or "?", v.target or "?", v.platform or "any", str(len(v.files)), status)
-    output.rich(table)
+        rows.append((v.name, v.framework or "?", v.target or "?", v.platform or "any",
+                     f"{len(v.files)} files", status))
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(6)]
+    for row in rows:
+        output.result("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
     if report.expected is not None:
         output.result(f"coverage: {len(report.covered)}/{len(report.expected)} matrix cells built")
+        for name in report.covered:
+            output.result(f"  built:   {name}")
         for name in report.missing:
             output.result(f"  missing: {name}")
         for name in report.extra:

@@ -69,6 +69,7 @@ def hub_error_response(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HubApiError)
     status, headers, body = error_parts(exc)
     headers.update(getattr(exc, "extra_headers", {}) or {})
+    body.update(getattr(exc, "extra_body", {}) or {})
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)
     return JSONResponse(body, status_code=status, headers=headers)

@@ -41,6 +41,7 @@ from pipeline.hub.app import RawRoute, invalid_params
 from pipeline.hub.auth import ANONYMOUS, AuthStore, Principal, check_read, check_write
 from pipeline.hub.errors import (
     BadRequest,
+    Conflict,
     EntryNotFound,
     Forbidden,
     InvalidToken,
@@ -209,9 +210,13 @@ class Hub:
             raise Forbidden(f"Your token ({who.token_name}) has no write access to the namespace '{rid.namespace}'")
         visibility = body.get("visibility")
         private = bool(body.get("private")) if visibility is None else visibility == "private"
-        await anyio.to_thread.run_sync(lambda: self.storage.create(rid, private=private, author=who.user))
-        log.info("created %s %s (%s)", rid.type, rid.id, "private" if private else "public")
         url = f"{self.base(request)}/{rid.url_prefix}{rid.id}"
+        try:
+            await anyio.to_thread.run_sync(lambda: self.storage.create(rid, private=private, author=who.user))
+        except Conflict as exc:
+            exc.extra_body = {"url": url}  # create_repo(exist_ok=True) reads the url from the 409
+            raise
+        log.info("created %s %s (%s)", rid.type, rid.id, "private" if private else "public")
         return JSONResponse({"url": url, "name": rid.id, "id": rid.id})
 
     async def delete_repo(self, request: Request) -> Response:

@@ -20,6 +20,15 @@
 
 #include <cstdint>
 
+// Compile-time knobs, for the tuner's experiments (benchmarks/tune); the
+// defaults are what the extension ships.
+#ifndef RMSNORM_W_IN_REGS_MAX
+#define RMSNORM_W_IN_REGS_MAX 4  // hold the weight in registers up to this VPT
+#endif
+#ifndef RMSNORM_MIN_BLOCKS
+#define RMSNORM_MIN_BLOCKS 1  // __launch_bounds__ min blocks of 512 threads per SM
+#endif
+
 namespace rmsnorm {
 
 template <typename T>
@@ -131,10 +140,10 @@ __device__ __forceinline__ float group_sum(float v, int tx, int ty, int TX, floa
 // The weight is held in registers across rows when VPT <= 4 (it costs as many
 // registers as the row itself); at VPT 8 it is re-read per row through L1.
 template <typename T, int VPT, bool FUSED>
-__global__ void __launch_bounds__(512) rows_reg(Params<T> p) {
+__global__ void __launch_bounds__(512, RMSNORM_MIN_BLOCKS) rows_reg(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
-  constexpr bool W_IN_REGS = VPT <= 4;
+  constexpr bool W_IN_REGS = VPT <= RMSNORM_W_IN_REGS_MAX;
   __shared__ float red[64];
   const int TX = blockDim.x, tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
   const int nvec = p.hidden / N;
@@ -313,17 +322,24 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       c.vpt = 1;
     } else {
       c.kind = 0;
-      // Default: up to 4 vectors (64 bytes) per thread in flight, at least a
-      // warp per row; more threads per row only when the row is long.
+      // Default: 4 vectors (64 bytes) per thread in flight, whole warps per
+      // row; fewer vectors per thread (more threads) when the rows alone
+      // would not put ~128K threads on the device; one row per block unless
+      // a row is a single warp.
       int vpt = force_vpt;
-      if (vpt == 0) vpt = nvec <= 32 ? 1 : (nvec <= 64 ? 2 : (nvec <= 4096 ? 4 : 8));
+      if (vpt == 0) {
+        vpt = nvec <= 32 ? 1 : (nvec <= 64 ? 2 : (nvec <= 2048 ? 4 : 8));
+        while (vpt > 1 && rows * (int64_t)round_up_32((nvec + vpt - 1) / vpt) < 131072 &&
+               round_up_32((nvec + vpt / 2 - 1) / (vpt / 2)) <= 512)
+          vpt /= 2;
+      }
       // Whole warps, as few idle lanes as possible (3072 bf16 = 384 vectors:
       // 96 threads of 4).
       int tx = force_tx ? force_tx : round_up_32((nvec + vpt - 1) / vpt);
       if (tx < 32) tx = 32;
       if ((int64_t)tx * vpt < nvec) tx = round_up_32((nvec + vpt - 1) / vpt);  // a forced tx too small
       if (tx > 512) { tx = round_up_32((nvec + 7) / 8); vpt = 8; }
-      int ty = force_ty ? force_ty : (tx >= 128 ? 1 : 128 / tx);
+      int ty = force_ty ? force_ty : (tx == 32 ? 4 : 1);
       if (tx * ty > 512) ty = 512 / tx;
       c.vpt = vpt;
       c.tx = tx;

@@ -1,0 +1,65 @@
+"""Benchmark cases for adaln, in the contract of `pipeline/bench.py`.
+
+Shapes (bf16): LTX-Video blocks (hidden 2048, RMSNorm without weight, then
+`* (1 + scale) + shift` with per-sample modulation [B, 1, 2048]; 6144 tokens
+is a 121-frame 512x768 video) and DiT-XL/PixArt blocks (hidden 1152,
+LayerNorm without affine). Baselines: the eager body as diffusers writes it,
+and the same through torch.compile.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+DTYPE = torch.bfloat16
+EPS = 1e-6
+
+
+def eager_rms_modulate(x, scale, shift):
+    # diffusers' RMSNorm (elementwise_affine=False) then LTX-Video's modulation.
+    variance = x.float().pow(2).mean(-1, keepdim=True)
+    h = (x.float() * torch.rsqrt(variance + EPS)).to(x.dtype)
+    return h * (1 + scale) + shift
+
+
+def eager_layer_modulate(x, scale, shift):
+    # DiT's modulate(norm(x), shift, scale) with LayerNorm(elementwise_affine=False).
+    return F.layer_norm(x, (x.shape[-1],), eps=EPS) * (1 + scale) + shift
+
+
+def _case(group: str, norm: str, batch: int, tokens: int, hidden: int) -> dict:
+    body = eager_rms_modulate if norm == "rms" else eager_layer_modulate
+
+    def setup(kernel, device):
+        g = torch.Generator(device=device).manual_seed(batch * 23 + tokens + hidden)
+        x = torch.randn(batch, tokens, hidden, generator=g, device=device, dtype=DTYPE)
+        scale = torch.randn(batch, 1, hidden, generator=g, device=device, dtype=DTYPE) * 0.1
+        shift = torch.randn(batch, 1, hidden, generator=g, device=device, dtype=DTYPE)
+        out = torch.empty_like(x)
+        compiled = torch.compile(body, dynamic=False, fullgraph=True)
+        return {
+            "kernel": lambda: kernel.adaln(x, scale, shift, eps=EPS, norm=norm, out=out),
+            "eager": lambda: body(x, scale, shift),
+            "torch.compile": lambda: compiled(x, scale, shift),
+        }
+
+    # Read x, write out, read scale and shift once per sample.
+    nbytes = 2 * batch * tokens * hidden * DTYPE.itemsize + 2 * batch * hidden * DTYPE.itemsize
+    return {
+        "name": f"adaln/{norm}/{batch}x{tokens}x{hidden}",
+        "op": f"adaln ({'RMSNorm' if norm == 'rms' else 'LayerNorm'})",
+        "group": group,
+        "shape": f"{batch}x{tokens}x{hidden}",
+        "dtype": "bfloat16",
+        "bytes": nbytes,
+        "setup": setup,
+        "baselines": ("eager", "torch.compile"),
+    }
+
+
+def bench_cases() -> list[dict]:
+    cases = [_case("LTX-Video", "rms", b, 6144, 2048) for b in (1, 2)]
+    cases += [_case("LTX-Video", "rms", 2, 16384, 2048)]
+    cases += [_case("DiT-XL/PixArt", "layer", b, 4096, 1152) for b in (2, 8)]
+    return cases

@@ -1,0 +1,579 @@
+"""The local backend: the host's variant, compiled with the running torch.
+
+Flags follow kernel-builder's CMake build (preamble.cmake, kernel.cmake,
+utils.cmake): C++17 for torch < 2.12 and C++20 after, `-DTORCH_EXTENSION_NAME=
+<id>`, CPU_KERNEL or CUDA_KERNEL/USE_CUDA, torch's common nvcc flags without
+the no-half-operators defines plus `-DENABLE_FP8`, each kernel's `include`,
+`cxx-flags` and `cuda-flags` applied to its own sources only, and its
+`cuda-capabilities` (capabilities nvcc cannot build are dropped with a
+warning). A CUDA kernel without `cuda-capabilities` builds for
+TORCH_CUDA_ARCH_LIST when set, else the visible GPU (like kernel-builder's
+local development build), else the list in variants.toml.
+
+We write the ninja file ourselves (rather than through setuptools'
+BuildExtension) because flags are per kernel, not per extension; include
+paths, library paths and compilers come from `torch.utils.cpp_extension`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from pipeline import __version__
+from pipeline.build import cache, layout, source, toolchain
+from pipeline.build.events import BuildEvent
+from pipeline.errors import BuildError, MatrixError, Problem
+from pipeline.fsutil import atomic_write_text, staged_dir
+from pipeline.matrix import (TorchInfo, Variant, cpu_variant_of, default_cuda_capabilities, host_variant,
+                             torch_info, version_key)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.build import BuildResult
+    from pipeline.project import KernelProject, KernelSpec
+
+CXX_SOURCES = (".cpp", ".cc", ".cxx", ".c")
+CUDA_SOURCES = (".cu",)
+LOCAL_BACKENDS = ("cpu", "cuda")
+# Dependencies the running torch (and CUDA toolkit) provide; the others
+# (cutlass, sycl-tla, metal-cpp) come from Nix.
+LOCAL_DEPENDS = {"torch"}
+NO_HALF = {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+           "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"}
+
+Report = Callable[[BuildEvent], None]
+
+# libstdc++ >= 11 reads glibc 2.32's `__libc_single_threaded` from inline code
+# (shared_ptr and friends), which ties a library built on a newer distribution
+# to glibc >= 2.32 and fails the manylinux_2_28 ABI check the Hub applies. A
+# hidden definition inside the library satisfies those references; its value 0
+# means "threads may exist", so libstdc++ always takes its atomic path.
+MANYLINUX_COMPAT = """\
+// Written by kernel-pipeline's local build backend (see pipeline/build/local.py).
+extern "C" __attribute__((visibility("hidden"))) char __libc_single_threaded = 0;
+"""
+
+
+# ------------------------------------------------------------ the variant ----
+
+def choose_variant(project: "KernelProject", info: TorchInfo, requested: str | None) -> Variant:
+    """The variant to build: `requested`, or the host's (its CPU variant when
+    the project has no backend for the host's torch). One sentence per refusal."""
+    host = host_variant(info)
+    buildable = [v for v in (host, cpu_variant_of(host)) if v.backend in LOCAL_BACKENDS]
+    if requested is None:
+        for candidate in buildable:
+            if candidate.backend in project.backends:
+                return candidate
+        raise BuildError(
+            f"{project.name} has no backend this machine can build: its backends are "
+            f"{', '.join(project.backends)} and torch {info.version} can build "
+            f"{' and '.join(v.backend for v in buildable) or 'none of them'} here",
+            code="variant-unbuildable",
+            hint="install a CUDA build of torch to build CUDA variants, or use --backend nix")
+    target = _parse_requested(requested, buildable)
+    if target.system != host.system:
+        raise BuildError(f"{target.name} is for {target.system}; this machine is {host.system}",
+                         code="variant-unbuildable", hint="build it on such a machine, or use --backend nix")
+    if target.backend not in LOCAL_BACKENDS:
+        raise BuildError(f"the local backend builds cpu and cuda variants only, not {target.name}",
+                         code="variant-unbuildable", hint="use --backend nix")
+    if target.torch != host.torch:
+        raise BuildError(f"{target.name} needs torch {target.torch}; this interpreter has torch {info.version}",
+                         code="variant-unbuildable", hint=f"run the build with an interpreter that has torch {target.torch}")
+    if target.backend == "cuda" and not info.cuda:
+        raise BuildError(f"torch {info.version} is not a CUDA build, so it cannot build {target.name}",
+                         code="torch-not-cuda", hint="install a CUDA build of torch (e.g. pip install torch --index-url .../cu130)")
+    if target.backend == "cuda" and target.backend_version != host.backend_version:
+        raise BuildError(f"{target.name} needs CUDA {target.backend_version}; torch {info.version} "
+                         f"was built with CUDA {info.cuda}", code="variant-unbuildable",
+                         hint=f"use a torch built for CUDA {target.backend_version}")
+    if target.backend not in project.backends:
+        raise BuildError(f"{project.name} has no {target.backend} backend (build.toml backends: "
+                         f"{', '.join(project.backends)})", code="variant-unbuildable",
+                         hint=f"add \"{target.backend}\" to [general] backends, with a [kernel.*] for it")
+    return target
+
+
+def _parse_requested(name: str, buildable: list[Variant]) -> Variant:
+    try:
+        return Variant.parse(name)
+    except MatrixError as exc:
+        if exc.code == "M001":  # kernels is not installed here: accept only what we can name
+            for candidate in buildable:
+                if candidate.name == name:
+                    return candidate
+            raise BuildError(f"cannot build {name!r} here (this machine builds "
+                             f"{', '.join(v.name for v in buildable)})", code="variant-unknown") from None
+        raise BuildError(f"unknown variant name {name!r}: {exc.message}", code="variant-unknown",
+                         hint="variant names look like torch213-cxx11-cu130-x86_64-linux; "
+                              "`python -m pipeline matrix PATH` lists a project's") from None
+
+
+# ---------------------------------------------------------------- the plan ----
+
+@dataclass(frozen=True)
+class Unit:
+    source: str  # relative to the project root
+    language: str  # "cxx" | "cuda"
+    kernel: str  # "torch" for the binding sources
+    includes: tuple[str, ...]  # relative to the project root
+    flags: tuple[str, ...]  # the kernel's cxx-flags or cuda-flags
+    archs: tuple[str, ...]  # CUDA capabilities (cuda units)
+
+
+@dataclass(frozen=True)
+class Plan:
+    variant: Variant
+    kernel_id: str
+    state: source.SourceState
+    units: tuple[Unit, ...]
+    archs: tuple[str, ...]  # every capability built (metadata backend.archs)
+    compile_inputs: tuple[str, ...]
+    package_files: tuple[str, ...]
+    tools: dict[str, str]
+    warnings: tuple[str, ...]
+
+
+def _cuda_archs(spec: "KernelSpec", nvcc: str, cuda_version: str) -> tuple[tuple[str, ...], list[str]]:
+    """The capabilities to build `spec` for, and warnings about dropped ones."""
+    if spec.cuda_capabilities:
+        wanted, origin = list(spec.cuda_capabilities), f"kernel {spec.name}'s cuda-capabilities"
+    elif os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        wanted = [a for a in re.split(r"[;\s]+", os.environ["TORCH_CUDA_ARCH_LIST"]) if a]
+        origin = "TORCH_CUDA_ARCH_LIST"
+    elif toolchain.visible_gpu_capabilities():
+        wanted, origin = list(toolchain.visible_gpu_capabilities()), "the visible GPU"
+    else:
+        wanted = list(default_cuda_capabilities(cuda_version))
+        origin = f"the default list for CUDA {cuda_version} (variants.toml)"
+    supported = toolchain.nvcc_archs(nvcc)
+    kept, dropped = [], []
+    for arch in wanted:
+        base = arch.replace("+PTX", "").rstrip("af")
+        try:
+            major, minor = base.split(".")
+            number = int(major) * 10 + int(minor)
+        except ValueError:
+            raise BuildError(f"kernel {spec.name}: {arch!r} is not a CUDA capability", code="cuda-capability",
+                             hint='write capabilities as "9.0", "9.0a", "10.0f" or "12.0+PTX"') from None
+        (kept if not supported or number in supported else dropped).append(arch)
+    warnings = [f"kernel {spec.name}: nvcc {cuda_version} cannot build {', '.join(dropped)} (from {origin}); skipped"] \
+        if dropped else []
+    if not kept:
+        raise BuildError(f"kernel {spec.name}: nvcc {cuda_version} can build none of {', '.join(wanted)} (from {origin})",
+                         code="cuda-capability", hint="list capabilities this CUDA version supports (nvcc --list-gpu-arch)")
+    return tuple(kept), warnings
+
+
+def _files_under(root: Path, rel_dirs: tuple[str, ...]) -> list[str]:
+    found: list[str] = []
+    for rel in rel_dirs:
+        base = root / rel
+        if base.is_dir():
+            for path in sorted(base.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    found.append(path.relative_to(root).as_posix())
+    return found
+
+
+def make_plan(project: "KernelProject", variant: Variant, out: Path, info: TorchInfo,
+              unique_id: str | None) -> Plan:
+    root = project.root
+    if project.framework != "torch" or project.torch_ext is None:
+        raise BuildError(f"{project.name} is a {project.framework} project; the local backend builds compiled "
+                         "torch extensions only", code="framework-unsupported", hint="use --backend nix")
+    tools = {"python": toolchain.python_version(), "torch": info.version}
+    cxx = toolchain.find_cxx()
+    tools["cxx"] = toolchain.compiler_version(cxx) or cxx
+    tools["cxx-path"] = cxx
+    nvcc = cuda_version = None
+    if variant.backend == "cuda":
+        nvcc = toolchain.find_nvcc()
+        full = toolchain.nvcc_version(nvcc)
+        cuda_version = ".".join(full.split(".")[:2])
+        tools["nvcc"] = full
+        tools["nvcc-path"] = nvcc
+        if version_key(cuda_version)[:1] != version_key(info.cuda or "")[:1]:
+            raise BuildError(f"nvcc {cuda_version} cannot build for torch {info.version} (CUDA {info.cuda}): "
+                             "the CUDA major versions differ", code="nvcc-mismatch",
+                             hint=f"point CUDA_HOME at a CUDA {info.cuda} toolkit")
+    warnings: list[str] = []
+    if nvcc and cuda_version != variant.backend_version:
+        warnings.append(f"nvcc is CUDA {cuda_version}, torch was built with CUDA {variant.backend_version}")
+
+    units: list[Unit] = []
+    ext = project.torch_ext
+    for src in ext.src:
+        suffix = Path(src).suffix
+        if suffix in CXX_SOURCES or suffix in CUDA_SOURCES:
+            language = "cuda" if suffix in CUDA_SOURCES else "cxx"
+            if language == "cuda" and variant.backend != "cuda":
+                continue
+            units.append(Unit(src, language, "torch", tuple(ext.include), (), ()))
+    all_archs: list[str] = []
+    kernels = [k for k in project.kernels if k.backend == variant.backend]
+    for spec in kernels:
+        if spec.cuda_minver and cuda_version and version_key(cuda_version) < version_key(spec.cuda_minver):
+            warnings.append(f"kernel {spec.name} needs CUDA >= {spec.cuda_minver}; skipped")
+            continue
+        unknown = [d for d in spec.depends if d not in LOCAL_DEPENDS]
+        if unknown:
+            raise BuildError(f"kernel {spec.name} depends on {', '.join(unknown)}, which the local backend "
+                             "cannot provide", code="depends-unsupported", hint="use --backend nix")
+        archs: tuple[str, ...] = ()
+        if variant.backend == "cuda" and any(Path(s).suffix in CUDA_SOURCES for s in spec.src):
+            assert nvcc and cuda_version
+            archs, dropped = _cuda_archs(spec, nvcc, cuda_version)
+            warnings.extend(dropped)
+            all_archs.extend(archs)
+        for src in spec.src:
+            suffix = Path(src).suffix
+            if suffix in CUDA_SOURCES and variant.backend == "cuda":
+                units.append(Unit(src, "cuda", spec.name, tuple(spec.include), tuple(spec.cuda_flags), archs))
+            elif suffix in CXX_SOURCES:
+                units.append(Unit(src, "cxx", spec.name, tuple(spec.include), tuple(spec.cxx_flags), ()))
+            elif suffix in (".mm", ".metal", ".hip", ".cl"):
+                raise BuildError(f"kernel {spec.name}: the local backend cannot compile {src}",
+                                 code="framework-unsupported", hint="use --backend nix")
+    if not kernels:
+        warnings.append(f"{project.name} has no [kernel.*] for {variant.backend}: only the binding is compiled")
+
+    declared = ["build.toml", *ext.src, *(s for k in kernels for s in k.src)]
+    include_dirs = tuple(sorted({*ext.include, *(i for k in kernels for i in k.include)}))
+    compile_inputs = sorted({*declared, *_files_under(root, include_dirs)})
+    package_dir = project.package_dir
+    if not (package_dir / "__init__.py").is_file():
+        raise BuildError(f"{package_dir.relative_to(root)}/__init__.py is missing", code="package-missing",
+                         path=str(package_dir), hint="the Python package lives in torch-ext/<python_name>/")
+    package_files = layout.package_files(package_dir, tuple(ext.pyext))
+
+    files = source.project_files(root, exclude=[out])
+    state = source.source_state(root, files)
+    kid = source.kernel_id(project.python_name, variant.backend, unique_id or state.unique_id)
+    return Plan(variant=variant, kernel_id=kid, state=state, units=tuple(units), archs=tuple(all_archs),
+                compile_inputs=tuple(compile_inputs), package_files=tuple(package_files), tools=tools,
+                warnings=tuple(warnings))
+
+
+# ---------------------------------------------------------------- the keys ----
+
+def compile_key(project: "KernelProject", plan: Plan, deps: list[str]) -> str:
+    torch_dir = _torch_dir()
+    return cache.key_of({
+        "pipeline": __version__,
+        "variant": plan.variant.name,
+        "kernel_id": plan.kernel_id,
+        "tools": {k: v for k, v in plan.tools.items() if k != "python"},
+        "python": sys.version_info[:2],
+        "torch_dir": str(torch_dir),
+        "units": [u.__dict__ for u in plan.units],
+        "inputs": cache.hash_files(project.root, [*plan.compile_inputs, *deps]),
+    })
+
+
+def package_key(project: "KernelProject", plan: Plan) -> str:
+    return cache.key_of({
+        "files": cache.hash_files(project.package_dir, list(plan.package_files)),
+        "metadata": [project.name, project.version, project.license,
+                     project.python_depends_for(plan.variant.backend), plan.archs,
+                     plan.state.commit, plan.state.dirty, plan.tools],
+    })
+
+
+def _torch_dir() -> Path:
+    from importlib.util import find_spec
+
+    spec = find_spec("torch")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+# ---------------------------------------------------------------- compile ----
+
+def _ninja_escape_path(path: str) -> str:
+    return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
+
+def _cmd(args: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args).replace("$", "$$")
+
+
+def _gencode(arch: str) -> list[str]:
+    ptx = arch.endswith("+PTX")
+    base = arch.replace("+PTX", "")
+    suffix = base[-1] if base[-1] in "af" else ""
+    major, minor = base.rstrip("af").split(".")
+    number = f"{major}{minor}{suffix}"
+    flags = [f"-gencode=arch=compute_{number},code=sm_{number}"]
+    if ptx:
+        flags.append(f"-gencode=arch=compute_{number},code=compute_{number}")
+    return flags
+
+
+def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
+    """build.ninja in `work`; returns the library it links."""
+    import torch
+    import torch.utils.cpp_extension as cpp_ext
+
+    root = project.root.resolve()
+    gen = work / "include"
+    gen.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(gen / "registration.h", layout.REGISTRATION_H)
+    try:
+        torch_includes = cpp_ext.include_paths("cpu")
+        torch_libs = cpp_ext.library_paths("cpu")
+    except TypeError:  # torch < 2.6: include_paths(cuda: bool)
+        torch_includes = cpp_ext.include_paths(False)
+        torch_libs = cpp_ext.library_paths(False)
+    std = "c++17" if version_key(plan.variant.torch) < (2, 12) else "c++20"
+    abi = int(torch.compiled_with_cxx11_abi())
+    defines = [f"-DTORCH_EXTENSION_NAME={plan.kernel_id}", "-DPy_LIMITED_API=0x03090000",
+               f"-D_GLIBCXX_USE_CXX11_ABI={abi}"]
+    defines += ["-DCPU_KERNEL"] if plan.variant.backend == "cpu" else ["-DUSE_CUDA=1", "-DCUDA_KERNEL"]
+    includes = [str(gen)]
+    if (root / "csrc").is_dir():
+        includes.append(str(root / "csrc"))
+    includes += [*torch_includes, sysconfig.get_paths()["include"]]
+    cuda_home = toolchain.find_cuda_home() if plan.variant.backend == "cuda" else None
+    if cuda_home:
+        includes.append(str(cuda_home / "include"))
+    cxx = plan.tools["cxx-path"]
+    cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines]
+    if "clang" not in plan.tools["cxx"].lower():
+        cxx_common.append("-fno-gnu-unique")
+    jobs = _jobs()
+    nvcc_common = [f for f in cpp_ext.COMMON_NVCC_FLAGS if f not in NO_HALF] + [
+        "-DENABLE_FP8", "-O3", "-DNDEBUG", f"-std={std}", "-ccbin", cxx, "-Xcompiler", "-fPIC", *defines]
+    ldflags = ["-shared", *(f"-L{d}" for d in torch_libs), "-lc10", "-ltorch", "-ltorch_cpu"]
+    if cuda_home:
+        ldflags += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
+
+    lines = [
+        "ninja_required_version = 1.3",
+        f"cxx = {_cmd([cxx])}",
+        f"nvcc = {_cmd([plan.tools.get('nvcc-path', 'nvcc')])}",
+        "",
+        "rule cxx",
+        "  command = $cxx -MMD -MF $out.d $flags -c $in -o $out",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "  description = compile $desc",
+        "",
+        "rule cuda",
+        "  command = $nvcc --generate-dependencies-with-compile --dependency-output $out.d $flags -c $in -o $out",
+        "  depfile = $out.d",
+        "  deps = gcc",
+        "  description = compile $desc",
+        "",
+        "rule link",
+        "  command = $cxx $in $ldflags -o $out",
+        "  description = link $desc",
+        "",
+    ]
+    objects = []
+    for index, unit in enumerate(plan.units):
+        obj = f"obj/{index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', unit.source)}.o"
+        objects.append(obj)
+        unit_includes = [f"-I{root / i}" for i in unit.includes] + [f"-I{i}" for i in includes]
+        if unit.language == "cuda":
+            gencode = [g for a in unit.archs for g in _gencode(a)]
+            threads = ["--threads", str(max(1, min(jobs, len(unit.archs))))] if len(unit.archs) > 1 else []
+            flags = [*nvcc_common, *threads, *gencode, *unit_includes, *unit.flags]
+        else:
+            flags = [*cxx_common, *unit_includes, *unit.flags]
+        lines += [f"build {_ninja_escape_path(obj)}: {unit.language} {_ninja_escape_path(str(root / unit.source))}",
+                  f"  flags = {_cmd(flags)}", f"  desc = {unit.source}", ""]
+    if sys.platform.startswith("linux"):
+        compat = gen / "manylinux_compat.cpp"
+        atomic_write_text(compat, MANYLINUX_COMPAT)
+        objects.append("obj/manylinux_compat.o")
+        lines += [f"build obj/manylinux_compat.o: cxx {_ninja_escape_path(str(compat))}",
+                  f"  flags = {_cmd(cxx_common)}", "  desc = manylinux_compat.cpp", ""]
+    library = f"{plan.kernel_id}.abi3.so"
+    lines += [f"build {library}: link {' '.join(_ninja_escape_path(o) for o in objects)}",
+              f"  ldflags = {_cmd(ldflags)}", f"  desc = {library}", "", f"default {library}", ""]
+    atomic_write_text(work / "build.ninja", "\n".join(lines))
+    return work / library
+
+
+def _jobs() -> int:
+    try:
+        return max(1, int(os.environ.get("MAX_JOBS", "")))
+    except ValueError:
+        return max(1, os.cpu_count() or 1)
+
+
+_STATUS = re.compile(r"^\[(\d+)/(\d+)\] (.*)$")
+
+
+def run_ninja(project: "KernelProject", work: Path, report: Report) -> None:
+    ninja = toolchain.find_ninja()
+    log_path = work / "build.log"
+    env = dict(os.environ, NINJA_STATUS="[%f/%t] ")
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen([ninja, "-C", str(work), "-j", str(_jobs())], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace", env=env)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            match = _STATUS.match(line.rstrip("\n"))
+            if match:
+                report(BuildEvent("compile", match.group(3), int(match.group(1)) - 1, int(match.group(2))))
+        code = proc.wait()
+    if code != 0:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+        problems = compiler_problems(text, project.root)
+        raise BuildError(
+            f"compiling {project.name} failed: {len(problems)} compiler error(s)" if problems else
+            f"compiling {project.name} failed (ninja exit {code})",
+            code="compile-failed", path=str(project.root),
+            hint=f"full compiler output: {log_path}", problems=problems or _tail_problems(text, project.root))
+
+
+# gcc/clang: file:line:col: error: msg; nvcc front end: file(line): error: msg
+_DIAG = re.compile(
+    r"^(?P<file>[^\s:(][^:(]*?)(?::(?P<line>\d+)(?::\d+)?:|\((?P<line2>\d+)\):)\s*"
+    r"(?P<sev>fatal error|catastrophic error|error)\s*:?\s*(?P<msg>.*)$")
+_LINK = re.compile(r"(undefined reference to .*|.*\bld(?:\.\w+)?: .*|collect2: error: .*|nvcc fatal\s*:.*"
+                   r"|.*: fatal error: .*)")
+
+
+def compiler_problems(text: str, root: Path, limit: int = 12) -> list[Problem]:
+    """The compiler's error lines (with the source line and caret that follow), not ninja's noise."""
+    lines = text.splitlines()
+    problems: list[Problem] = []
+    seen: set[tuple] = set()
+    root = Path(root).resolve()
+    for i, line in enumerate(lines):
+        m = _DIAG.match(line.strip())
+        if m:
+            path = m.group("file")
+            try:
+                shown = Path(path).resolve().relative_to(root).as_posix()
+            except (ValueError, OSError):
+                shown = path
+            number = int(m.group("line") or m.group("line2") or 0) or None
+            context = [ln for ln in lines[i + 1:i + 3] if re.match(r"^\s*(\d+\s*)?\|", ln)]
+            message = m.group("msg").strip() + "".join("\n    " + c for c in context)
+            key = (shown, number, m.group("msg"))
+            if key not in seen:
+                seen.add(key)
+                problems.append(Problem(path=shown, line=number, code="compile-error", message=message))
+        elif _LINK.fullmatch(line.strip()) and not line.startswith(("FAILED", "ninja")):
+            key = ("link", line.strip())
+            if key not in seen:
+                seen.add(key)
+                problems.append(Problem(path="(link)", line=None, code="compile-error", message=line.strip()))
+        if len(problems) >= limit:
+            break
+    return problems
+
+
+def _tail_problems(text: str, root: Path) -> list[Problem]:
+    tail = [ln for ln in text.splitlines() if ln.strip() and not _STATUS.match(ln)][-12:]
+    return [Problem(path=str(root), line=None, code="compile-error", message="\n".join(tail))] if tail else []
+
+
+def recorded_deps(work: Path, root: Path) -> list[str]:
+    """Project files the compiler read, from ninja's deps log (headers included)."""
+    try:
+        text = subprocess.run([toolchain.find_ninja(), "-C", str(work), "-t", "deps"], capture_output=True,
+                              text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired, BuildError):
+        return []
+    root = Path(root).resolve()
+    found: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith((" ", "\t")):
+            path = Path(line.strip())
+            if not path.is_absolute():
+                path = work / path
+            try:
+                found.add(path.resolve().relative_to(root).as_posix())
+            except (ValueError, OSError):
+                continue
+    return sorted(found)
+
+
+# ---------------------------------------------------------------- the build ----
+
+def build_local(project: "KernelProject", out: Path, *, variant: str | None, progress: Report,
+                unique_id: str | None = None) -> "BuildResult":
+    from pipeline.build import BuildResult, BuiltVariant
+
+    started = time.monotonic()
+    info = torch_info()
+    target = choose_variant(project, info, variant)
+    progress(BuildEvent("step", f"{project.name}: {target.name}"))
+    plan = make_plan(project, target, out, info, unique_id)
+    for warning in plan.warnings:
+        progress(BuildEvent("warning", warning))
+    work = cache.work_dir(project.root, out, target.name)
+    stamp = cache.Stamp.read(work)
+    final = out / target.name
+    ckey = compile_key(project, plan, stamp.deps)
+    pkey = package_key(project, plan)
+    library = work / f"{plan.kernel_id}.abi3.so"
+    if (stamp.compile_key == ckey and stamp.package_key == pkey and stamp.output
+            and cache.tree_hashes(final) == stamp.output):
+        progress(BuildEvent("step", f"{target.name} is up to date ({plan.kernel_id})"))
+        return BuildResult(variants=(BuiltVariant(target, final, plan.kernel_id, True,
+                                                  time.monotonic() - started),), backend="local", out=out)
+    if stamp.compile_key != ckey or not library.is_file():
+        progress(BuildEvent("step", f"compiling {len(plan.units)} source(s) for {target.name}"))
+        library = write_ninja(project, plan, work)
+        run_ninja(project, work, progress)
+        stamp.deps = recorded_deps(work, project.root)
+        ckey = compile_key(project, plan, stamp.deps)
+    else:
+        progress(BuildEvent("step", f"reusing the compiled {library.name}"))
+    progress(BuildEvent("step", f"writing {final}"))
+    with staged_dir(final) as tmp:
+        tmp.chmod(0o755)  # mkdtemp makes it private; a build directory is for everyone to read
+        layout.copy_package(project.package_dir, list(plan.package_files), tmp)
+        (tmp / "_ops.py").write_text(layout.ops_py(plan.kernel_id), encoding="utf-8")
+        shutil.copyfile(library, tmp / library.name)
+        document = layout.metadata_document(
+            name=project.name, kernel_id=plan.kernel_id, version=_required(project.version, "version", project),
+            license=_required(project.license, "license", project),
+            python_depends=project.python_depends_for(target.backend), backend=target.backend,
+            archs=list(plan.archs) if target.backend == "cuda" else None, digest=layout.hash_variant(tmp),
+            source_commit=plan.state.commit, source_dirty=plan.state.dirty,
+            toolchain=_public_tools(plan.tools))
+        layout.write_metadata(tmp, document)
+        problems = layout.check_variant_dir(tmp)
+        if problems:
+            raise BuildError(f"the built {target.name} is not loadable: {problems[0]}", code="layout-invalid",
+                             problems=[Problem(path=str(final), line=None, code="layout-invalid", message=p)
+                                       for p in problems])
+    stamp.compile_key, stamp.package_key = ckey, pkey
+    stamp.library = library.name
+    stamp.output = cache.tree_hashes(final)
+    stamp.write(work)
+    return BuildResult(variants=(BuiltVariant(target, final, plan.kernel_id, False, time.monotonic() - started),),
+                       backend="local", out=out)
+
+
+def _public_tools(tools: dict[str, str]) -> dict[str, str]:
+    shown = {k: v for k, v in tools.items() if not k.endswith("-path")}
+    shown["build-backend"] = "local"
+    return shown
+
+
+def _required(value, key: str, project: "KernelProject"):
+    if value is None:
+        raise BuildError(f"{project.name}'s build.toml has no [general] {key}, which metadata.json needs",
+                         code="metadata-incomplete", path=str(project.root / "build.toml"),
+                         hint=f"add {key} = ... to [general]")
+    return value

@@ -1,0 +1,169 @@
+"""`python -m pipeline publish ORG/NAME`: the project's main job."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pipeline.errors import PipelineError, PublishError, VerifyError
+
+HELP = "validate, build, check, smoke, upload to the Hub, verify"
+DESCRIPTION = """\
+Publish a kernel to a Kernel Hub, running the stages it still needs:
+
+  validate -> build (the host's variant, unless build/ or a Nix result/ exists)
+  -> check -> smoke (where this host can run a variant) -> upload -> verify
+
+A bundle that fails check or smoke is not uploaded; --force uploads it anyway
+and the kernel card says so.
+
+Where it goes (printed first):
+  --endpoint URL  >  HF_ENDPOINT  >  the Hugging Face Hub when a token is
+  configured (HF_TOKEN or `hf auth login`)  >  the embedded Hub, started for
+  this run, data kept in ~/.local/share/kernel-pipeline/hub (port 8000).
+
+The upload follows the Hub's kernel conventions: repository type `kernel`;
+build/<variant>/ on branch v<version>; the card as README.md on main. Only
+files that differ are uploaded; an unchanged bundle makes no commit.
+
+examples:
+  python -m pipeline publish kernels-pipeline/rmsnorm
+  python -m pipeline publish kernels-pipeline/rmsnorm --dry-run
+  python -m pipeline publish my-org/rmsnorm --kernel kernels-src/rmsnorm --endpoint http://127.0.0.1:8000
+"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("repo", metavar="ORG/NAME", help="Hub repository; NAME also picks the workspace kernel")
+    parser.add_argument("--kernel", type=Path, default=None, help="kernel project to publish (default: the "
+                        "workspace kernel named NAME)")
+    parser.add_argument("--build-dir", type=Path, default=None,
+                        help="publish this build tree (build/ or a Nix result/) instead of finding or building one")
+    parser.add_argument("--endpoint", default=None, help="Hub URL (overrides HF_ENDPOINT)")
+    parser.add_argument("--version", type=int, default=None,
+                        help="version to publish (default: the bundle's; must match it)")
+    parser.add_argument("--dry-run", action="store_true", help="print the exact file operations; change nothing")
+    parser.add_argument("--force", action="store_true",
+                        help="upload even if check or smoke fails (recorded in the kernel card)")
+    parser.add_argument("--rebuild", action="store_true", help="build the host's variant even if a build exists")
+    parser.add_argument("--no-verify", action="store_true", help="skip get_kernel verification after the upload")
+    parser.add_argument("--json", action="store_true", help="print the publication as JSON on stdout")
+
+
+class _Events:
+    """Prints the stages on stderr; a rich progress bar for uploads."""
+
+    def __init__(self, output) -> None:
+        self.output = output
+
+    def step(self, name: str, text: str) -> None:
+        self.output.info(f"{name:>8}  {text}")
+
+    def upload_progress(self):
+        return _RichUpload(self.output.err)
+
+
+class _RichUpload:
+    def __init__(self, console) -> None:
+        self.console = console
+        self.progress = None
+        self.task = None
+
+    def start(self, total_bytes: int, description: str) -> None:
+        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
+                                   TransferSpeedColumn)
+
+        self.progress = Progress(TextColumn("  upload  {task.description}"), BarColumn(), DownloadColumn(),
+                                 TransferSpeedColumn(), TimeRemainingColumn(), console=self.console)
+        self.progress.start()
+        self.task = self.progress.add_task(description, total=max(total_bytes, 1))
+
+    def advance(self, nbytes: int) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task, nbytes)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def _project_for(name: str, kernel: Path | None, build_dir: Path | None) -> tuple[Path | None, str | None]:
+    """(kernel project, default namespace) for a publish of NAME."""
+    from pipeline.workspace import find_workspace, load_workspace
+
+    ws_root = find_workspace(kernel or Path.cwd())
+    namespace = None
+    workspace = None
+    if ws_root is not None:
+        workspace = load_workspace(ws_root)
+        namespace = workspace.namespace
+    if kernel is not None:
+        return kernel, namespace
+    if workspace is not None and name in workspace.kernel_names:
+        return workspace.kernel(name), namespace
+    if build_dir is not None:
+        return None, namespace
+    if workspace is not None:
+        workspace.kernel(name)  # raises with "did you mean" and the known kernels
+    raise PublishError(f"no kernel project for {name!r}", code="P002",
+                       hint="run inside the kernel-pipeline repository, or pass --kernel PATH (or --build-dir PATH)")
+
+
+def run(args, output) -> int:
+    from pipeline.publish import PublishRequest, publish, resolve_target, split_repo_id
+
+    name = args.repo.rsplit("/", 1)[-1]
+    project, namespace = _project_for(name, args.kernel, args.build_dir)
+    repo_id, _ = split_repo_id(args.repo, namespace)
+    target = resolve_target(args.endpoint)
+    output.info(f"  target  {target.describe()}")
+    request = PublishRequest(repo_id=repo_id, project=project, build_dir=args.build_dir, version=args.version,
+                             dry_run=args.dry_run, force=args.force, rebuild=args.rebuild, verify=not args.no_verify)
+    publication = publish(request, target, events=_Events(output))
+    verify = publication.verify
+    if output.json_mode:
+        output.emit_json(publication.to_json())
+    else:
+        _print(publication, output)
+    if verify is not None and not verify.ok:
+        if not output.json_mode:
+            for problem in verify.problems:
+                output.problem(problem.format())
+        output.problem(f"verify: {repo_id} v{publication.version} failed verification")
+        return VerifyError.exit_code
+    return 0
+
+
+def _print(pub, output) -> None:
+    from pipeline.commands.verify import print_report
+
+    where = pub.target.describe()
+    if pub.dry_run:
+        output.result(f"dry run: {pub.repo_id} v{pub.version} at {where}; nothing was changed. It would:")
+        for line in pub.plan.lines():
+            output.result(f"  {line}")
+        return
+    if pub.changed:
+        output.result(f"published {pub.repo_id} v{pub.version} to {where}")
+        for c in pub.commits:
+            output.result(f"  {c.branch}: commit {c.commit} ({c.operations} file operation(s))")
+    else:
+        output.result(f"{pub.repo_id} v{pub.version} is already published at {where}: nothing changed, "
+                      "no commit made, nothing uploaded")
+    output.result(f"  variants: {', '.join(pub.variants)}")
+    if pub.forced:
+        output.result("  published with --force despite:")
+        for reason in pub.forced:
+            output.result(f"    {reason}")
+    if pub.verify is not None:
+        print_report(pub.verify, output)
+    if pub.target.embedded:
+        root, port = pub.target.hub_root, pub.target.hub_port
+        output.result("")
+        output.result("The embedded Hub stopped with this command. To load the kernel later, serve the same data:")
+        output.result(f"  python -m pipeline hub serve --root {root} --port {port}")
+        output.result("and point kernels at it:")
+        output.result(f"  HF_ENDPOINT=http://127.0.0.1:{port}")
+        output.result(f"  e.g. HF_ENDPOINT=http://127.0.0.1:{port} python -c \"from kernels import get_kernel; "
+                      f"print(get_kernel('{pub.repo_id}', version={pub.version}))\"")

@@ -1,0 +1,263 @@
+"""The local build backend, for real: compile the fixture's CPU variant, load it with
+kernels.get_local_kernel, rebuild from the cache, fail cleanly on bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.build import build_project, layout
+from pipeline.build.events import BuildEvent
+from pipeline.errors import BuildError
+from pipeline.matrix import host_variant
+from pipeline.project import load_project
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "tests" / "fixtures" / "tiny-add"
+HOST = host_variant()
+CPU_NAME = HOST.name if HOST.backend == "cpu" else HOST.name.replace(
+    f"-cu{HOST.backend_version.replace('.', '')}-", "-cpu-")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _copy_fixture(dest: Path, *, git: bool) -> Path:
+    shutil.copytree(FIXTURE, dest, ignore=shutil.ignore_patterns("build", "__pycache__"))
+    if git:
+        _git(dest, "init", "-q")
+        _git(dest, "add", "-A")
+        _git(dest, "commit", "-qm", "fixture")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def cache_env(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PIPELINE_CACHE_DIR", str(cache))
+        mp.setenv("MAX_JOBS", os.environ.get("MAX_JOBS", "2"))
+        yield cache
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, cache_env):
+    """The fixture, committed to a fresh git repository, built once (CPU variant)."""
+    src = _copy_fixture(tmp_path_factory.mktemp("proj") / "tiny-add", git=True)
+    events: list[BuildEvent] = []
+    result = build_project(load_project(src), src / "build", backend="local", progress=events.append)
+    return src, result, events
+
+
+@pytest.mark.slow
+def test_builds_the_cpu_variant_in_the_kernels_layout(built):
+    src, result, events = built
+    (variant,) = result.variants
+    assert variant.variant.name == CPU_NAME and not variant.cached
+    assert variant.path == src / "build" / CPU_NAME
+    tree = _git(src, "rev-parse", "HEAD^{tree}")
+    assert variant.kernel_id == f"_tiny_add_cpu_{tree[:7]}"
+    files = sorted(p.name for p in variant.path.iterdir())
+    assert files == sorted(["__init__.py", "_ops.py", f"{variant.kernel_id}.abi3.so", "metadata.json"])
+    assert any(e.kind == "compile" for e in events)
+    ops = (variant.path / "_ops.py").read_text()
+    assert f"ops = torch.ops.{variant.kernel_id}" in ops and "def add_op_namespace_prefix" in ops
+
+
+@pytest.mark.slow
+def test_metadata_is_what_kernels_reads(built):
+    from kernels._rust import Digest, DigestAlgorithm, Metadata
+
+    src, result, _ = built
+    path = result.variants[0].path
+    meta = Metadata.read_from_file(path / "metadata.json")
+    assert str(meta.name) == "tiny-add" and meta.version == 1 and meta.license == "Apache-2.0"
+    assert meta.id == result.variants[0].kernel_id
+    assert str(meta.backend.backend_type) in ("Backend.CPU", "CPU", "cpu")
+    meta.digest.validate(Digest.hash_variant(DigestAlgorithm.SHA256, path))
+    assert set(meta.digest.files) == {"__init__.py", "_ops.py", f"{meta.id}.abi3.so"}
+    assert meta.provenance.kernel.commit == _git(src, "rev-parse", "HEAD")
+    assert meta.provenance.kernel.dirty is False
+    raw = json.loads((path / "metadata.json").read_text())
+    assert raw["provenance"]["toolchain"]["torch"] and raw["provenance"]["toolchain"]["cxx"]
+    assert raw["provenance"]["kernel-builder"]["version"].startswith("kernel-pipeline ")
+    assert layout.check_variant_dir(path) == []
+
+
+@pytest.mark.slow
+def test_check_accepts_the_build(built):
+    bundle = pytest.importorskip("pipeline.bundle")
+    _, result, _ = built
+    report = bundle.check_bundle(result.variants[0].path.parent)
+    assert report.ok, [p.format() for p in report.problems]
+
+
+@pytest.mark.slow
+def test_loads_with_get_local_kernel_and_matches_float64(built, monkeypatch):
+    import kernels
+    import torch
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    src, result, _ = built
+    module = kernels.get_local_kernel(src / "build")
+    assert module.__name__ == result.variants[0].kernel_id
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(4099, generator=gen)
+    b = torch.randn(4099, generator=gen)
+    out = module.add_scaled(a, b, 0.75)
+    reference = a.double() + 0.75 * b.double()
+    torch.testing.assert_close(out.double(), reference, rtol=1e-6, atol=1e-6)
+    assert module._ops.add_op_namespace_prefix("add_scaled") == f"{module.__name__}::add_scaled"
+
+
+@pytest.mark.slow
+def test_unchanged_project_does_not_recompile(built):
+    src, result, _ = built
+    events: list[BuildEvent] = []
+    again = build_project(load_project(src), src / "build", backend="local", progress=events.append)
+    (variant,) = again.variants
+    assert variant.cached and variant.kernel_id == result.variants[0].kernel_id
+    assert not any(e.kind == "compile" for e in events)
+    done = subprocess.run([sys.executable, "-m", "pipeline", "build", str(src), "--backend", "local", "--json"],
+                          capture_output=True, text=True, cwd=REPO, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["kernels"][0]["variants"][0]["cached"] is True
+
+
+@pytest.mark.slow
+def test_python_only_change_reuses_the_library(built):
+    src, result, _ = built
+    first = result.variants[0]
+    init = src / "torch-ext" / "tiny_add" / "__init__.py"
+    init.write_text(init.read_text() + "\nEXTRA = 1\n")
+    unique = first.kernel_id.rsplit("_", 1)[-1]  # keep the id: only the package changed
+    events: list[BuildEvent] = []
+    again = build_project(load_project(src), src / "build", backend="local", progress=events.append,
+                          unique_id=unique)
+    (variant,) = again.variants
+    assert not variant.cached and variant.kernel_id == first.kernel_id
+    assert not any(e.kind == "compile" for e in events)
+    assert "EXTRA = 1" in (variant.path / "__init__.py").read_text()
+    assert layout.check_variant_dir(variant.path) == []
+
+
+@pytest.mark.slow
+def test_failed_compile_shows_compiler_errors_and_leaves_build_alone(tmp_path, cache_env):
+    src = _copy_fixture(tmp_path / "broken", git=False)
+    cpp = src / "tiny_add_cpu" / "add.cpp"
+    cpp.write_text(cpp.read_text().replace("const float s = static_cast<float>(alpha);",
+                                           "const float s = static_cast<float>(alpha) +;"))
+    out = tmp_path / "out"
+    previous = out / CPU_NAME
+    previous.mkdir(parents=True)
+    (previous / "marker.txt").write_text("an earlier build")
+    with pytest.raises(BuildError) as caught:
+        build_project(load_project(src), out, backend="local")
+    error = caught.value
+    assert error.code == "compile-failed"
+    located = [p for p in error.problems if p.path == "tiny_add_cpu/add.cpp"]
+    assert located and all(p.line and "error" not in p.path for p in located)
+    assert not any("ninja" in p.message for p in error.problems)
+    assert sorted(p.name for p in out.iterdir()) == [CPU_NAME]
+    assert [p.name for p in previous.iterdir()] == ["marker.txt"]
+
+
+# ---------------------------------------------------------------- refusals (no compile)
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline", "build", *args], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, **(env or {})})
+
+
+def test_project_that_fails_validation_is_not_built(tmp_path):
+    src = _copy_fixture(tmp_path / "invalid", git=False)
+    (src / "build.toml").write_text((src / "build.toml").read_text().replace('license = "Apache-2.0"\n', ""))
+    done = _cli(str(src), "--backend", "local")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "build.toml" in done.stderr and not (src / "build").exists()
+
+
+def test_unknown_variant_name_is_one_sentence(tmp_path):
+    done = _cli(str(FIXTURE), "--backend", "local", "--variant", "torch213-banana", "--out", str(tmp_path))
+    assert done.returncode == 5 and "Traceback" not in done.stderr
+    assert "unknown variant name 'torch213-banana'" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cpu_torch_refuses_a_cuda_variant(tmp_path):
+    if HOST.backend == "cuda":
+        pytest.skip("this torch is a CUDA build")
+    cuda_name = HOST.name.replace("-cpu-", "-cu130-")
+    done = _cli(str(FIXTURE), "--backend", "local", "--variant", cuda_name, "--out", str(tmp_path))
+    assert done.returncode == 5
+    assert f"is not a CUDA build, so it cannot build {cuda_name}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_compiler_is_one_sentence(tmp_path):
+    done = _cli(str(FIXTURE), "--backend", "local", "--out", str(tmp_path),
+                env={"CXX": "no-such-compiler", "PIPELINE_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 5
+    assert "no C++ compiler found (looked for 'no-such-compiler' on PATH)" in done.stderr
+    assert not (tmp_path / CPU_NAME).exists()
+
+
+def test_project_without_a_backend_for_this_torch(tmp_path):
+    if HOST.backend == "cuda":
+        pytest.skip("this torch is a CUDA build")
+    src = _copy_fixture(tmp_path / "cuda-only", git=False)
+    text = (src / "build.toml").read_text()
+    text = text.replace('    "cpu",\n', "")
+    text = text[:text.index("[kernel.tiny_add_cpu]")] + text[text.index("[kernel.tiny_add_cuda]"):]
+    (src / "build.toml").write_text(text)
+    with pytest.raises(BuildError) as caught:
+        build_project(load_project(src), tmp_path / "out", backend="local")
+    assert caught.value.code == "variant-unbuildable" and "cuda" in caught.value.message
+
+
+def test_nix_backend_without_nix_is_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BuildError) as caught:
+        build_project(load_project(FIXTURE), tmp_path / "out", backend="nix")
+    assert caught.value.code == "nix-missing"
+
+
+def test_unknown_backend():
+    with pytest.raises(BuildError):
+        build_project(load_project(FIXTURE), Path("/nonexistent"), backend="bazel")
+
+
+# ---------------------------------------------------------------- compiler output
+
+
+GCC_LOG = """\
+[1/3] compile tiny_add_cpu/add.cpp
+FAILED: [code=1] obj/1_tiny_add_cpu_add.cpp.o
+/usr/bin/c++ -MMD -MF obj/1.o.d -O3 -c {root}/tiny_add_cpu/add.cpp -o obj/1.o
+{root}/tiny_add_cpu/add.cpp: In function 'void add_scaled(at::Tensor&, const at::Tensor&, const at::Tensor&, double)':
+{root}/tiny_add_cpu/add.cpp:14:45: error: expected primary-expression before ';' token
+   14 |   const float s = static_cast<float>(alpha) +;
+      |                                             ^
+{root}/kernel.cu(7): error: identifier "blockIdz" is undefined
+ninja: build stopped: subcommand failed.
+"""
+
+
+def test_compiler_problems_are_the_error_lines(tmp_path):
+    from pipeline.build.local import compiler_problems
+
+    problems = compiler_problems(GCC_LOG.format(root=tmp_path), tmp_path)
+    assert [(p.path, p.line) for p in problems] == [("tiny_add_cpu/add.cpp", 14), ("kernel.cu", 7)]
+    assert "expected primary-expression" in problems[0].message and "^" in problems[0].message
+    assert 'identifier "blockIdz" is undefined' in problems[1].message
