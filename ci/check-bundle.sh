@@ -27,7 +27,7 @@ status=0
 found=0
 while IFS=$'\t' read -r kernel path; do
   found=1
-  python "$(dirname "$0")/report.py" --save "checks/${kernel}.json" check "${bundle}/${kernel}" --project "$path" "${flags[@]}" || status=1
+  python "$(dirname "$0")/report.py" --save "checks/${kernel}.json" check "${bundle}/${kernel}" --project "$path" ${flags[@]+"${flags[@]}"} || status=1
 done < <(python -c '
 import json, sys
 rows = json.load(open(sys.argv[1], encoding="utf-8"))["include"]

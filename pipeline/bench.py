@@ -107,16 +107,20 @@ class BenchReport:
                 "baselines": list(c.baselines),
                 "times_us": {k: round(t.median_us, 3) for k, t in c.timings.items()},
                 "timings": {k: asdict(t) for k, t in c.timings.items()},
-                "bandwidth_gbs": {k: round(c.bandwidth_gbs(k), 1) for k in c.timings},
-                "copy_fraction": {k: round(c.bandwidth_gbs(k) / self.copy_gbs, 4) for k in c.timings},
-                "speedup": {b: round(c.speedup(b), 3) for b in c.baselines},
+                "bandwidth_gbs": {k: _sig(c.bandwidth_gbs(k)) for k in c.timings},
+                "copy_fraction": {k: _sig(c.bandwidth_gbs(k) / self.copy_gbs) for k in c.timings},
+                "speedup": {b: _sig(c.speedup(b)) for b in c.baselines},
                 "max_rel_diff": c.max_rel_diff,
             })
         return {
             "kernel": self.kernel, "kernel_id": self.kernel_id, "variant": self.variant, "device": self.device,
             "torch": self.torch, "command": self.command, "created": self.created, "method": self.method,
-            "copy_bandwidth_gbs": round(self.copy_gbs, 1), "results": rows,
+            "copy_bandwidth_gbs": _sig(self.copy_gbs), "results": rows,
         }
+
+
+def _sig(x: float, digits: int = 4) -> float:
+    return float(f"{x:.{digits}g}")
 
 
 # --------------------------------------------------------------------------

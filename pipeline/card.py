@@ -38,7 +38,6 @@ class Card:
     license: str | None
     functions: tuple[str, ...]
     variants: tuple[CardVariant, ...]
-    trusted: bool = False
     description: str | None = None
     benchmark_table: str | None = None
     kernel_commit: str | None = None
@@ -86,7 +85,7 @@ def render_card(card: Card) -> str:
     text = env.get_template(TEMPLATE).render(
         repo_id=card.repo_id, namespace=card.repo_id.split("/")[0], name=card.name, version=card.version,
         license=card.license, functions=list(card.functions), variants=sorted(card.variants, key=lambda v: v.name),
-        trusted=card.trusted, description=card.description, benchmark_table=card.benchmark_table,
+        description=card.description, benchmark_table=card.benchmark_table,
         kernel_commit=card.kernel_commit, dirty=card.dirty, builders=list(card.builders), checks=list(card.checks),
         forced=list(card.forced), pipeline_version=card.pipeline_version, backends=list(card.backends),
     )

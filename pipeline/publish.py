@@ -775,7 +775,7 @@ def _refresh_local(build_dir: Path) -> bool:
         return True
     provenance = read_metadata_json(build_dir / chosen).get("provenance") or {}
     builder = str((provenance.get("kernel-builder") or {}).get("version", ""))
-    return builder.startswith("kernel-pipeline")
+    return builder.startswith("kernel-pipeline ")
 
 
 def _build_host_variant(project, out: Path, events: Events) -> None:
@@ -804,14 +804,12 @@ def _smoke(build_dir: Path, project_root: Path | None) -> tuple[bool, str, objec
 
 def _smoke_summary(report) -> str:
     data = report.to_json() if hasattr(report, "to_json") else {}
-    variant = data.get("variant") or ""
-    cases = data.get("cases")
-    n = len(cases) if isinstance(cases, (list, tuple)) else None
+    counts = data.get("counts") or {}
     text = "passed" if report.passed else "FAILED"
-    if variant:
-        text += f" on {variant}"
-    if n is not None:
-        text += f" ({n} case(s))"
+    if data.get("variant"):
+        text += f" on {data['variant']}"
+    if counts:
+        text += f" ({counts.get('total', 0)} check(s), {counts.get('failed', 0)} failed)"
     return text
 
 

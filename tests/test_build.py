@@ -261,3 +261,50 @@ def test_compiler_problems_are_the_error_lines(tmp_path):
     assert [(p.path, p.line) for p in problems] == [("tiny_add_cpu/add.cpp", 14), ("kernel.cu", 7)]
     assert "expected primary-expression" in problems[0].message and "^" in problems[0].message
     assert 'identifier "blockIdz" is undefined' in problems[1].message
+
+
+NO_KERNELS_SCRIPT = """
+import importlib.abc, json, shutil, sys
+from pathlib import Path
+from pipeline.project import load_project
+from pipeline.build import build_project
+
+src, unique = Path(sys.argv[1]), sys.argv[2]
+project = load_project(src)  # validation needs kernels; the build itself must not
+
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("kernels", "git"):
+            raise ImportError(f"{name} is blocked")
+        return None
+
+
+for name in [m for m in sys.modules if m.split(".")[0] in ("kernels", "git")]:
+    del sys.modules[name]
+sys.meta_path.insert(0, Block())
+events = []
+result = build_project(project, src / "build", backend="local", unique_id=unique,
+                       progress=lambda e: events.append(e.kind))
+print(json.dumps({"id": result.variants[0].kernel_id, "compiled": "compile" in events,
+                  "kernels_loaded": "kernels" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_build_needs_neither_kernels_nor_gitpython(built):
+    """The GPU machine has neither: the build path imports them lazily and falls back."""
+    from kernels._rust import Digest, DigestAlgorithm, Metadata
+
+    src, result, _ = built
+    first = result.variants[0]
+    shutil.rmtree(first.path)
+    unique = first.kernel_id.split("_cpu_", 1)[1]
+    done = subprocess.run([sys.executable, "-c", NO_KERNELS_SCRIPT, str(src), unique], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"id": first.kernel_id, "compiled": False, "kernels_loaded": False}
+    meta = Metadata.read_from_file(first.path / "metadata.json")
+    meta.digest.validate(Digest.hash_variant(DigestAlgorithm.SHA256, first.path))
+    assert meta.provenance.kernel is None  # no git: the revision is unknown, as kernel-builder writes it

@@ -113,7 +113,7 @@ def write_metadata(vdir: Path, *, kernel: str, ops_name: str, version: int, back
     meta = {
         "name": kernel, "id": ops_name, "version": version, "license": "Apache-2.0", "python-depends": [],
         "backend": {"type": backend},
-        "provenance": {"kernel-builder": {"version": "kernel-pipeline-tests"},
+        "provenance": {"kernel-builder": {"version": "handmade-test-fixture"},
                        "kernel": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False}},
     }
     (vdir / "metadata.json").unlink(missing_ok=True)

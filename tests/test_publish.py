@@ -115,7 +115,7 @@ def test_publish_verify_republish_and_new_version(tmp_path, hub, project):
     cell = next(c for c in first.verify.cells if c.cell == host)
     assert cell.chosen == host and cell.promised
     state = hub_state(hub)
-    assert state["v1"][1] == sorted(["README.md", *(f"build/{host}/{f}" for f in
+    assert state["v1"][1] == sorted([*(f"build/{host}/{f}" for f in
                                                     ("__init__.py", "_ops.py", "_tiny_cpu_0a1b2c3.abi3.so",
                                                      "metadata.json"))])
     readme = Path(HfApi(endpoint=hub.endpoint).hf_hub_download(REPO_ID, "README.md", repo_type="kernel",

@@ -131,71 +131,62 @@ def test_join_refuses_an_incomplete_or_overlapping_set_and_writes_nothing(tmp_pa
 
 
 FAKE_NIX = r"""#!/usr/bin/env bash
-# Stands in for nix: records each call, "builds" redistributable.<variant> into a fake store.
-set -euo pipefail
+# Stands in for nix where only the runner's system is asked: records the call.
 echo "$*" >> "$FAKE_NIX_LOG"
-if [ "$1" = "eval" ]; then printf '%s' "$FAKE_NIX_SYSTEM"; exit 0; fi
-if [ "$1" = "build" ]; then
-  shift
-  print=0
-  installables=()
-  for arg in "$@"; do
-    case "$arg" in
-      --print-out-paths) print=1 ;;
-      -*) ;;
-      *) installables+=("$arg") ;;
-    esac
-  done
-  for installable in "${installables[@]}"; do
-    variant=${installable##*#redistributable.}
-    out="$FAKE_NIX_STORE/hash-$variant"
-    mkdir -p "$out/$variant"
-    echo "{\"variant\": \"$variant\"}" > "$out/$variant/metadata.json"
-    chmod -R a-w "$out"
-    if [ "$print" = 1 ]; then echo "$out"; fi
-  done
-fi
+for arg in "$@"; do
+  if [ "$arg" = eval ]; then printf '%s' "$FAKE_NIX_SYSTEM"; exit 0; fi
+done
+echo "fake nix: only eval is expected here" >&2
+exit 3
 """
 
 
-@pytest.fixture
-def fake_nix(tmp_path):
+def test_nix_build_refuses_a_runner_of_the_wrong_system(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     nix = bindir / "nix"
     nix.write_text(FAKE_NIX)
     nix.chmod(nix.stat().st_mode | stat.S_IEXEC)
-    store = tmp_path / "store"
-    store.mkdir()
     env = {"PATH": f"{bindir}:{os.environ['PATH']}", "FAKE_NIX_LOG": str(tmp_path / "nix.log"),
-           "FAKE_NIX_STORE": str(store), "FAKE_NIX_SYSTEM": "x86_64-linux"}
-    yield env
-    for path in store.rglob("*"):  # the fake store is read-only, like the real one
-        path.chmod(path.stat().st_mode | stat.S_IWUSR)
-    store.chmod(store.stat().st_mode | stat.S_IWUSR)
-
-
-def test_nix_build_builds_all_variants_in_one_call_and_lays_them_out(tmp_path, fake_nix):
-    variants = "torch212-cxx11-cpu-x86_64-linux torch213-cxx11-cpu-x86_64-linux"
-    out = tmp_path / "out" / "geglu"
-    proc = run([str(CI / "nix-build.sh"), "kernels-src/geglu", str(out), "x86_64-linux", variants], env=fake_nix)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    calls = Path(fake_nix["FAKE_NIX_LOG"]).read_text().splitlines()
-    builds = [c for c in calls if c.startswith("build -L")]
-    assert len(builds) == 1
-    assert builds[0].split()[-2:] == [f"./kernels-src/geglu#redistributable.{v}" for v in variants.split()]
-    for variant in variants.split():
-        metadata = out / variant / "metadata.json"
-        assert json.loads(metadata.read_text()) == {"variant": variant}
-        assert os.access(metadata, os.W_OK)  # copied out of the read-only store
-
-
-def test_nix_build_refuses_a_runner_of_the_wrong_system(tmp_path, fake_nix):
+           "FAKE_NIX_SYSTEM": "x86_64-linux"}
     proc = run([str(CI / "nix-build.sh"), "kernels-src/geglu", str(tmp_path / "out"), "aarch64-linux",
-                "torch213-cxx11-cpu-aarch64-linux"], env=fake_nix)
+                "torch213-cxx11-cpu-aarch64-linux"], env=env)
     assert proc.returncode == 1
     assert "::error::this runner is x86_64-linux but the matrix row wants aarch64-linux" in proc.stdout
     assert not (tmp_path / "out").exists()
+    assert "build" not in (tmp_path / "nix.log").read_text().split()
+
+
+@pytest.mark.nix
+@pytest.mark.slow
+def test_nix_build_builds_a_row_with_nix_into_a_checked_build_tree(tmp_path):
+    """For real, offline: kernel-builder is BUILD's stand-in flake (it builds the host's CPU variant
+    with the local backend), the kernel is the tiny-add fixture in a throw-away git repository."""
+    from pipeline.matrix import cpu_variant_of, host_variant
+
+    standin = REPO / "tests" / "fixtures" / "kernel-builder-standin"
+    host = cpu_variant_of(host_variant())
+    env = {"NIX_CONFIG": "\n".join(["experimental-features = nix-command flakes", "substituters =",
+                                      "flake-registry =", "build-users-group =", "sandbox = false"]),
+           "KERNEL_BUILDER_STANDIN_PYTHON": sys.executable, "KERNEL_BUILDER_STANDIN_PIPELINE": str(REPO),
+           "KERNEL_BUILDER_STANDIN_VARIANT": host.name, "MAX_JOBS": "2"}
+    root = tmp_path / "ws"
+    shutil.copytree(REPO / "tests" / "fixtures" / "tiny-add", root / "kernels-src" / "tiny-add",
+                    ignore=shutil.ignore_patterns("build", "__pycache__"))
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    for cmd in ([*git, "init", "-q"], [*git, "add", "-A"], [*git, "commit", "-qm", "kernel"],
+                ["nix", "flake", "lock", "./kernels-src/tiny-add", "--override-input", "kernel-builder",
+                 f"path:{standin}"], [*git, "add", "-A"], [*git, "commit", "-qm", "lock to the stand-in"]):
+        done = run(cmd, cwd=root, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    out = root / "out" / "tiny-add"
+    proc = run([str(CI / "nix-build.sh"), "kernels-src/tiny-add", str(out), host.system, host.name], cwd=root,
+               env={**env, "NIX_BUILD_OPTIONS": "--impure"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    assert [p.name for p in out.iterdir()] == [host.name]
+    check = run([sys.executable, "-m", "pipeline", "check", str(out), "--no-matrix", "--json"])
+    assert check.returncode == 0, check.stdout
+    assert [v["name"] for v in json.loads(check.stdout)["variants"]] == [host.name]
 
 
 # ------------------------------------------------------------------ ci/report.py

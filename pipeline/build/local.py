@@ -348,6 +348,9 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
     cuda_home = toolchain.find_cuda_home() if plan.variant.backend == "cuda" else None
     if cuda_home:
         includes.append(str(cuda_home / "include"))
+        # Headers a minimal toolkit lacks (cuSPARSE, cuBLAS, ... which torch's
+        # CUDA headers include) come with torch's own nvidia-* wheels.
+        includes += [str(p) for p in sorted((_torch_dir().parent / "nvidia").glob("*/include")) if p.is_dir()]
     cxx = plan.tools["cxx-path"]
     cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines]
     if "clang" not in plan.tools["cxx"].lower():

@@ -111,7 +111,15 @@ def run(args: argparse.Namespace, output: Output) -> int:
                              hint="build one kernel with --out, or leave --out out (each kernel gets <project>/build)")
     else:
         paths = [args.path]
-    projects = [load_project(p) for p in paths]  # a project that fails validation is not built
+    try:
+        projects = [load_project(p) for p in paths]  # a project that fails validation is not built
+    except ModuleNotFoundError as exc:
+        if exc.name != "kernels":
+            raise
+        raise BuildError("validating build.toml needs the kernels package, which is not installed here",
+                         code="kernels-missing",
+                         hint="pip install kernels (offline: carry its wheel, kernels-0.17.2-cp39-abi3-manylinux_*.whl; "
+                              "`import kernels` needs only huggingface_hub, packaging and pyyaml)") from None
     results: list[tuple[str, BuildResult]] = []
     with _progress(output) as progress:
         for project in projects:

@@ -18,6 +18,22 @@ import tomllib
 from pathlib import Path
 
 
+REGISTRATION_H = """#pragma once
+#include <Python.h>
+#define _CONCAT(A, B) A##B
+#define CONCAT(A, B) _CONCAT(A, B)
+#define _STRINGIFY(A) #A
+#define STRINGIFY(A) _STRINGIFY(A)
+#define TORCH_LIBRARY_EXPAND(NAME, MODULE) TORCH_LIBRARY(NAME, MODULE)
+#define TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
+#define REGISTER_EXTENSION(NAME)                                                                     \\
+  PyMODINIT_FUNC CONCAT(PyInit_, NAME)() {                                                           \\
+    static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, STRINGIFY(NAME), nullptr, 0, nullptr}; \\
+    return PyModule_Create(&module);                                                                 \\
+  }
+"""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("project", type=Path)
@@ -62,6 +78,10 @@ def main() -> int:
         variant = f"torch{tv[0]}{tv[1]}-cxx11-cpu-x86_64-linux"
     tmp = args.out / ".tmp" / kid
     tmp.mkdir(parents=True, exist_ok=True)
+    # kernel-builder generates registration.h at build time; so does this.
+    (tmp / "gen").mkdir(exist_ok=True)
+    (tmp / "gen" / "registration.h").write_text(REGISTRATION_H)
+    incs.append(tmp / "gen")
     cpp_extension.load(name=kid, sources=[str(s) for s in srcs], extra_include_paths=[str(i) for i in incs],
                        extra_cflags=cflags + [define], extra_cuda_cflags=nvflags, build_directory=str(tmp),
                        is_python_module=False, verbose=False)

@@ -40,8 +40,15 @@ echo "build took $(( $(date +%s) - t0 )) s"; ls -R "$BUILD" | head -20
 if [ "${TUNE:-0}" = 1 ]; then
   echo "== tune"
   NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  (cd $KERNEL/benchmarks/tune && $NVCC -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I../../rmsnorm_cuda \
-     tune_rmsnorm.cu -o /tmp/tune && /tmp/tune > "$OUT/tune.txt" 2>&1; grep -E "^(copy|BEST|device)|MISMATCH" "$OUT/tune.txt")
+  # One binary per compile-time knob setting (W_IN_REGS_MAX MIN_BLOCKS), built in parallel.
+  KNOBS=${TUNE_KNOBS:-"4_1 0_1 4_2 0_2"}
+  for k in $KNOBS; do
+    $NVCC -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I$KERNEL/rmsnorm_cuda \
+      -DRMSNORM_W_IN_REGS_MAX=${k%_*} -DRMSNORM_MIN_BLOCKS=${k#*_} $KERNEL/benchmarks/tune/tune_rmsnorm.cu -o /tmp/tune_$k &
+  done
+  wait
+  for k in $KNOBS; do /tmp/tune_$k >> "$OUT/tune.txt" 2>&1; done
+  grep -E "^(copy|BEST|FLUSH|knobs)|MISMATCH" "$OUT/tune.txt"
 fi
 
 echo "== smoke"
@@ -58,7 +65,8 @@ PY
 echo "smoke rc=$smoke_rc took $(( $(date +%s) - t0 )) s"
 
 echo "== kernel tests"
-RMSNORM_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider $KERNEL/tests -m kernels_ci 2>&1 | tail -5
+RMSNORM_BUILD_DIR="$BUILD" python3 -m pytest -v -p no:cacheprovider $KERNEL/tests -m kernels_ci > "$OUT/tests.txt" 2>&1
+echo "kernel tests rc=$?"; grep -E "passed|failed|PASSED|FAILED|ERROR|Fatal|File \"/tmp|rmsnorm" "$OUT/tests.txt" | tail -40
 
 if [ "${BENCH:-1}" = 1 ]; then
   echo "== bench"

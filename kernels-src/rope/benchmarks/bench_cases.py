@@ -94,5 +94,4 @@ def _text_case(seq: int, heads: int = 32, head_dim: int = 128) -> dict:
 
 
 def bench_cases() -> list[dict]:
-    return [_ltx_case(1, 6144), _ltx_case(2, 6144), _ltx_case(2, 16384),
-            _text_case(4096), _text_case(16384)]
+    return [_ltx_case(1, 6144), _ltx_case(2, 16384), _text_case(4096), _text_case(16384)]

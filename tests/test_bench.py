@@ -1,0 +1,141 @@
+"""pipeline.bench: the timing loop, report, Markdown table and plot on fake
+ops (fast); the CLI on a real CPU build of rmsnorm (slow)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from pipeline import bench
+from pipeline.errors import BenchError
+
+REPO = Path(__file__).resolve().parents[1]
+RMSNORM = REPO / "kernels-src" / "rmsnorm"
+
+
+def _fake_cases(n=2048):
+    def setup(kernel, device):
+        x = torch.randn(64, n)
+        return {
+            "kernel": lambda: kernel.double(x),
+            "slow": lambda: sum([x for _ in range(8)]) / 4,
+            "off": lambda: x * 2.5,
+        }
+
+    return [{"name": f"double/64x{n}", "op": "double", "group": "toy", "shape": f"64x{n}", "dtype": "float32",
+             "bytes": 2 * 64 * n * 4, "setup": setup, "baselines": ("slow", "off")}]
+
+
+def _report(cases=None, reps=5):
+    module = types.SimpleNamespace(double=lambda x: x * 2)
+    copy_gbs, results = bench.run_cases(module, cases or _fake_cases(), torch.device("cpu"), reps=reps, warmup=1)
+    return bench.BenchReport(kernel="toy", kernel_id="_toy_cpu_1", variant="torch-cpu", device="cpu", torch="x",
+                             copy_gbs=copy_gbs, method={"timer": "host perf_counter", "reps": reps, "warmup": 1},
+                             cases=tuple(results), command="python -m pipeline bench toy")
+
+
+def test_timer_median_and_reps():
+    calls = []
+    timer = bench.Timer(torch.device("cpu"), reps=11, warmup=3)
+    t = timer(lambda: calls.append(1))
+    assert len(calls) == 14
+    assert t.reps == 11 and t.min_us <= t.median_us <= t.p90_us
+
+
+def test_report_figures_are_consistent():
+    data = _report().to_json()
+    row = data["results"][0]
+    assert set(row["times_us"]) == {"kernel", "slow", "off"}
+    assert row["speedup"]["slow"] == pytest.approx(row["times_us"]["slow"] / row["times_us"]["kernel"], rel=1e-2)
+    assert row["bandwidth_gbs"]["kernel"] == pytest.approx(row["bytes"] / (row["times_us"]["kernel"] * 1e3), rel=1e-2)
+    assert row["copy_fraction"]["kernel"] == pytest.approx(row["bandwidth_gbs"]["kernel"] / data["copy_bandwidth_gbs"],
+                                                           rel=2e-2)
+    # Each baseline's output is compared with the kernel's.
+    assert row["max_rel_diff"]["slow"] == pytest.approx(0.0, abs=1e-6)
+    assert row["max_rel_diff"]["off"] == pytest.approx(0.25, rel=1e-3)
+    assert data["copy_bandwidth_gbs"] > 0
+
+
+def test_markdown_table_from_json(tmp_path):
+    data = _report().to_json()
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    table = bench.markdown_table(path)
+    row = data["results"][0]
+    assert "| toy | 64x2048 |" in table
+    assert f"{row['times_us']['kernel']:.1f}" in table
+    assert f"{row['speedup']['slow']:.2f}" in table
+    assert "× vs slow" in table and "`python -m pipeline bench toy`" in table
+    assert table == bench.markdown_table(data)
+
+
+def test_plot_writes_png(tmp_path):
+    out = bench.plot(_report().to_json(), tmp_path / "p.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_case_that_raises_is_a_bench_error():
+    def setup(kernel, device):
+        raise RuntimeError("no memory")
+
+    case = dict(_fake_cases()[0], setup=setup)
+    with pytest.raises(BenchError, match="no memory"):
+        _report([case])
+
+
+def test_case_file_contract(tmp_path):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "bench_cases.py").write_text("def bench_cases():\n    return [{'name': 'x'}]\n")
+    with pytest.raises(BenchError) as exc:
+        bench.load_cases(tmp_path)
+    assert exc.value.code == "B003"
+    with pytest.raises(BenchError) as exc:
+        bench.load_cases(tmp_path / "nothing")
+    assert exc.value.code == "B001"
+
+
+def test_rmsnorm_bench_cases_cover_the_brief():
+    cases = bench.load_cases(RMSNORM)
+    shapes = {(c["op"], c["shape"]) for c in cases}
+    for tokens in (128, 8192, 32768):
+        assert ("rms_norm", f"{tokens}x4096") in shapes
+        assert ("fused_add_rms_norm", f"{tokens}x4096") in shapes
+    assert any(s.endswith("x2048") for _, s in shapes) and any(s.endswith("x3072") for _, s in shapes)
+    plain = [c for c in cases if c["op"] == "rms_norm"]
+    assert all(c["baselines"] == ("eager", "F.rms_norm", "torch.compile") for c in plain)
+    row = next(c for c in plain if c["shape"] == "8192x4096")
+    assert row["bytes"] == 2 * 8192 * 4096 * 2 + 4096 * 2
+
+
+def test_committed_h200_results_have_their_command():
+    path = RMSNORM / "benchmarks" / "results" / "h200.json"
+    if not path.exists():
+        pytest.skip("no recorded H200 results yet")
+    data = json.loads(path.read_text())
+    assert data["command"].startswith("python -m pipeline bench")
+    assert "H200" in data["device"]
+    assert "rms_norm" in bench.markdown_table(path)
+
+
+@pytest.mark.slow
+def test_bench_cli_on_cpu_build(tmp_path):
+    import test_smoke_support as builds
+
+    build = builds.good_build()
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "bench", str(build), "--only", "rms_norm/128x4096",
+                           "--reps", "3", "--warmup", "1", "--out", str(out), "--plot", str(tmp_path / "r.png"),
+                           "--markdown", str(tmp_path / "r.md")], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["command"].startswith("python -m pipeline bench")
+    assert [r["name"] for r in data["results"]] == ["rms_norm/128x4096"]
+    assert (tmp_path / "r.png").stat().st_size > 0
+    assert "rms_norm" in (tmp_path / "r.md").read_text()

@@ -1,0 +1,77 @@
+"""`python -m pipeline hub serve | token | trust` (pipeline/commands/hub.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+
+from pipeline.cli import main
+from pipeline.hub.testing import REPO_ROOT, ServerProcess, subprocess_env
+
+
+def _serve_once(root):
+    """Start `hub serve` without --token, read its stdout lines, stop it."""
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(root), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(), cwd=REPO_ROOT)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line.strip())
+        if line.startswith("HF_ENDPOINT="):
+            if len(lines) == 1:  # a token line, if any, comes right after
+                pass
+            break
+    endpoint = lines[0].split("=", 1)[1]
+    token_line = proc.stdout.readline().strip() if httpx.get(f"{endpoint}/api/whoami-v2").status_code == 401 else ""
+    proc.terminate()
+    _, err = proc.communicate(timeout=30)
+    return endpoint, token_line, err
+
+
+def test_help_explains_hf_endpoint(capsys):
+    for argv in (["hub", "--help"], ["hub", "serve", "--help"]):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            assert exc.code == 0
+        out = capsys.readouterr().out
+        assert "HF_ENDPOINT" in out and "HF_HUB_DISABLE_XET=1" in out
+
+
+def test_admin_token_is_created_once_and_printed_once(tmp_path):
+    root = tmp_path / "hub"
+    endpoint, token_line, err = _serve_once(root)
+    assert token_line.startswith("PIPELINE_HUB_TOKEN=hf_")
+    token = token_line.split("=", 1)[1]
+    assert token not in (root / "auth" / "tokens.json").read_text()
+    assert "GET /api/whoami-v2 401" in err  # each request is logged on stderr
+    _, again, _ = _serve_once(root)
+    assert again == ""  # never shown a second time
+    with ServerProcess(root, token=token) as server:  # and it still works
+        me = httpx.get(f"{server.endpoint}/api/whoami-v2", headers={"Authorization": f"Bearer {token}"}).json()
+        assert me["name"] == "admin"
+
+
+def test_one_server_per_root(tmp_path):
+    with ServerProcess(tmp_path / "hub", token="hf_one_server_per_root_token_1"):
+        out = subprocess.run([sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(tmp_path / "hub"),
+                              "--port", "0"], capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT,
+                             timeout=60)
+    assert out.returncode == 11 and "HUB_ROOT_BUSY" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_token_and_trust_commands(tmp_path, capsys):
+    root = tmp_path / "hub"
+    assert main(["hub", "token", "--root", str(root), "--namespace", "org", "--scope", "read"]) == 0
+    token = capsys.readouterr().out.strip()
+    assert main(["hub", "trust", "org", "--root", str(root)]) == 0
+    assert "org" in capsys.readouterr().out
+    with ServerProcess(root, token="hf_token_trust_admin_token_12") as server:
+        me = httpx.get(f"{server.endpoint}/api/whoami-v2", headers={"Authorization": f"Bearer {token}"}).json()
+        assert me["auth"]["accessToken"]["scopes"] == [{"namespace": "org", "scope": "read"}]
+        overview = httpx.get(f"{server.endpoint}/api/organizations/org/overview").json()
+        assert overview["trustedKernelPublisher"] is True
+        # Revoking while the server runs takes effect at once.
+        assert main(["hub", "trust", "org", "--revoke", "--root", str(root), "--json"]) == 0
+        assert httpx.get(f"{server.endpoint}/api/organizations/org/overview").json()["trustedKernelPublisher"] is False

@@ -1,0 +1,177 @@
+"""The Nix wiring, offline: the top-level flake.nix and `pipeline build --backend nix`.
+
+Runs with Debian's nix-bin (no binary caches, no github: inputs reachable):
+kernel-builder is replaced by the stand-in flake in
+tests/fixtures/kernel-builder-standin/ (it mirrors genKernelFlakeOutputs'
+output shape and builds the host's CPU variant with our local backend), in a
+throw-away git repository holding this repository's flake.nix, flake.lock and
+a workspace with the tiny-add fixture. What is tested is ours: reading the
+kernel list and policy from build.toml, joining `<kernel>/<variant>/`, the
+ci/per-kernel/devShell outputs, and copying + checking a nix result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.build import layout
+from pipeline.matrix import cpu_variant_of, host_variant
+
+pytestmark = [pytest.mark.nix, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+STANDIN = REPO / "tests" / "fixtures" / "kernel-builder-standin"
+FIXTURE = REPO / "tests" / "fixtures" / "tiny-add"
+HOST_CPU = cpu_variant_of(host_variant())
+SYSTEM = HOST_CPU.system
+
+WORKSPACE_TOML = f"""\
+[workspace]
+kernels = ["kernels-src/*"]
+namespace = "test"
+
+[workspace.matrix]
+torch = ["2.12", "{HOST_CPU.torch}"]
+cuda = ["13"]
+archs = ["x86_64", "aarch64"]
+backends = ["cuda", "cpu"]
+
+[workspace.matrix.ci]
+torch = ["{HOST_CPU.torch}"]
+archs = ["{HOST_CPU.arch}"]
+backends = ["cpu"]
+"""
+
+# What .ci/run puts in nix.conf (here through NIX_CONFIG): flakes on, no
+# binary cache or registry to reach, builds as the calling user (root in a
+# container; the host's Python lives in its home). Debian's nix.conf already
+# says sandbox = false.
+NIX_CONFIG = "\n".join([
+    "experimental-features = nix-command flakes",
+    "substituters =",
+    "flake-registry =",
+    "build-users-group =",
+    "sandbox = false",
+])
+
+
+def _env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "NIX_CONFIG": NIX_CONFIG,
+        "KERNEL_BUILDER_STANDIN_PYTHON": sys.executable,
+        "KERNEL_BUILDER_STANDIN_PIPELINE": str(REPO),
+        "KERNEL_BUILDER_STANDIN_VARIANT": HOST_CPU.name,
+        "MAX_JOBS": os.environ.get("MAX_JOBS", "2"),
+    }
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, errors="replace", timeout=900)
+    assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stdout}\n{done.stderr[-4000:]}"
+    return done
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return _run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """A committed workspace whose flake locks point at the stand-in (a flake
+    whose lock differs from the committed one has no `self.shortRev` in Nix 2.8,
+    and kernel-builder needs it, so the lock is rewritten and committed first)."""
+    root = tmp_path_factory.mktemp("nixws")
+    shutil.copy2(REPO / "flake.nix", root / "flake.nix")
+    shutil.copy2(REPO / "flake.lock", root / "flake.lock")
+    (root / "build.toml").write_text(WORKSPACE_TOML)
+    shutil.copytree(FIXTURE, root / "kernels-src" / "tiny-add", ignore=shutil.ignore_patterns("build", "__pycache__"))
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "workspace")
+    override = ["--override-input", "kernel-builder", f"path:{STANDIN}"]
+    _run(["nix", "flake", "lock", *override], root)
+    _run(["nix", "flake", "lock", "./kernels-src/tiny-add", *override], root)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "lock kernel-builder to the stand-in")
+    return root
+
+
+def _check_variant_dirs(tree: Path) -> list[Path]:
+    variants = sorted(p for p in tree.iterdir() if p.is_dir())
+    for variant in variants:
+        assert layout.check_variant_dir(variant) == [], variant
+    try:
+        from pipeline.bundle import check_bundle
+    except ImportError:
+        return variants
+    report = check_bundle(tree)
+    assert report.ok, [p.format() for p in report.problems]
+    return variants
+
+
+def test_committed_lock_pins_kernel_builder():
+    lock = json.loads((REPO / "flake.lock").read_text())
+    node = lock["nodes"][lock["nodes"]["root"]["inputs"]["kernel-builder"]]
+    assert node["locked"]["type"] == "github" and node["locked"]["repo"] == "kernels"
+    assert len(node["locked"]["rev"]) == 40 and node["locked"]["narHash"].startswith("sha256-")
+    assert lock["nodes"]["root"]["inputs"]["nixpkgs"] == ["kernel-builder", "nixpkgs"]
+
+
+def test_bundle_joins_every_kernel_of_build_toml(workspace):
+    _run(["nix", "build", ".#bundle", "--impure", "-L", "--out-link", "result"], workspace)
+    result = workspace / "result"
+    assert sorted(p.name for p in result.iterdir()) == ["tiny-add"]
+    variants = _check_variant_dirs(result / "tiny-add")
+    assert [v.name for v in variants] == [HOST_CPU.name]
+    rev = _git(workspace, "rev-parse", "--short=7", "HEAD")
+    meta = layout.read_metadata(variants[0])
+    assert meta["id"] == f"_tiny_add_cpu_{rev}"  # the workspace revision, as kernel-builder names it
+
+
+def test_ci_per_kernel_and_dev_shell_outputs(workspace):
+    _run(["nix", "build", ".#ci", ".#tiny-add", "--impure", "--out-link", "out"], workspace)
+    assert [p.name for p in (workspace / "out" / "tiny-add").iterdir()] == [HOST_CPU.name]  # ci: <kernel>/<variant>
+    assert [p.name for p in (workspace / "out-1").iterdir()] == [HOST_CPU.name]  # per kernel: <variant>
+    shell = _run(["nix", "eval", "--impure", "--raw", f".#devShells.{SYSTEM}.default.name"], workspace)
+    assert shell.stdout.strip() == "tiny-add-dev-stand-in"
+    dirs = _run(["nix", "eval", "--impure", "--json", ".#lib.kernelDirs"], workspace)
+    assert json.loads(dirs.stdout) == ["kernels-src/tiny-add"]
+
+
+def test_policy_filters_the_bundle(workspace, tmp_path):
+    """A ci policy naming another torch selects nothing: the filter reads build.toml."""
+    clone = tmp_path / "clone"
+    _run(["git", "clone", "-q", str(workspace), str(clone)], tmp_path)
+    toml_path = clone / "build.toml"
+    toml_path.write_text(toml_path.read_text().replace(f'[workspace.matrix.ci]\ntorch = ["{HOST_CPU.torch}"]',
+                                                      '[workspace.matrix.ci]\ntorch = ["2.0"]'))
+    _git(clone, "commit", "-qam", "ci policy without this torch")
+    _run(["nix", "build", ".#ci", "--impure", "--out-link", "ci"], clone)
+    assert list((clone / "ci" / "tiny-add").iterdir()) == []
+
+
+def test_pipeline_build_nix_copies_and_checks(workspace, tmp_path):
+    project = workspace / "kernels-src" / "tiny-add"
+    out = tmp_path / "build"
+    done = _run([sys.executable, "-m", "pipeline", "build", str(project), "--backend", "nix", "--out", str(out),
+                 "--nix-option=--impure", "--override-input", "kernel-builder", f"path:{STANDIN}", "--json"], REPO)
+    summary = json.loads(done.stdout)
+    (built,) = summary["kernels"][0]["variants"]
+    assert built["variant"] == HOST_CPU.name and summary["backend"] == "nix"
+    variants = _check_variant_dirs(out)
+    assert [v.name for v in variants] == [HOST_CPU.name]
+    assert not any(p.is_symlink() for p in variants[0].rglob("*"))  # dereferenced, out of the store
+    assert os.access(variants[0] / "metadata.json", os.W_OK)
+    # one variant: .#redistributable.<variant>
+    single = tmp_path / "single"
+    _run([sys.executable, "-m", "pipeline", "build", str(project), "--backend", "nix", "--out", str(single),
+          "--variant", HOST_CPU.name, "--nix-option=--impure"], REPO)
+    assert [p.name for p in single.iterdir()] == [HOST_CPU.name]
