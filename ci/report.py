@@ -130,7 +130,7 @@ def render_generic(verb: str, document) -> str:
         if key != "problems" and isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             columns: list[str] = []
             for record in value:
-                columns += [c for c, v in record.items() if c not in columns and not isinstance(v, (dict, list))]
+                columns += [c for c, v in record.items() if c not in columns and not isinstance(v, dict)]
             lines += ["", f"**{key}**", ""] + _table(value, columns)
             break
     return "\n".join(lines + _problems(document)) + "\n"

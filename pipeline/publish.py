@@ -290,37 +290,55 @@ class RemoteState:
     trees: dict  # commit -> {path: RemoteFile}
 
 
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """An exception and its causes (huggingface_hub wraps upload failures in
+    RuntimeError("Error while uploading ...") from the HTTP error)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _is_hub_failure(exc: BaseException) -> bool:
+    from huggingface_hub.errors import HfHubHTTPError
+
+    for e in _chain(exc):
+        if isinstance(e, (HfHubHTTPError, ConnectionError, TimeoutError)):
+            return True
+        # httpx or httpx2 (huggingface_hub 2 uses the latter), and their cores.
+        if type(e).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
+            return True
+    return False
+
+
 def _hub_error(exc: Exception, what: str, repo_id: str, target_desc: str = "") -> PublishError:
     """One place that turns Hub/HTTP failures into a PublishError with a hint."""
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+    http = next((e for e in _chain(exc) if isinstance(e, HfHubHTTPError)), None)
+    root = list(_chain(exc))[-1]
+    status = getattr(getattr(http, "response", None), "status_code", None)
     if status in (401, 403):
         return PublishError(
             f"{what}: the Hub refused ({status}): no write access to the namespace {repo_id.split('/')[0]!r}",
             code="P401", hint="set HF_TOKEN to a token with write access to that namespace "
                               "(or log in with `hf auth login`); for the embedded Hub: "
-                              "python -m pipeline hub token create --help")
+                              "python -m pipeline hub token --help")
     if status in (409, 412):
         return PublishError(
             f"{what}: the branch moved while we uploaded (a concurrent publish?); nothing was overwritten",
             code="P412", hint="run publish again: it re-reads the branch and uploads only what differs")
-    if isinstance(exc, (RepositoryNotFoundError, RevisionNotFoundError)):
-        return PublishError(f"{what}: {exc}", code="P404")
-    if isinstance(exc, HfHubHTTPError):
-        return PublishError(f"{what}: {exc}", code="P500",
+    if isinstance(http, (RepositoryNotFoundError, RevisionNotFoundError)):
+        return PublishError(f"{what}: {http}", code="P404")
+    if http is not None:
+        return PublishError(f"{what}: {http}", code="P500",
                             hint="the Hub returned an error; run publish again (it is idempotent)")
     return PublishError(
-        f"{what}: cannot reach the Hub{(' at ' + target_desc) if target_desc else ''}: {exc}", code="P503",
+        f"{what}: cannot reach the Hub{(' at ' + target_desc) if target_desc else ''}: "
+        f"{type(root).__name__}: {root}", code="P503",
         hint="check that the Hub is up, then run publish again: a commit is all-or-nothing, "
-             "so a retry uploads what is missing")
-
-
-def _is_hub_failure(exc: BaseException) -> bool:
-    import httpx
-    from huggingface_hub.errors import HfHubHTTPError
-
-    return isinstance(exc, (HfHubHTTPError, httpx.HTTPError, ConnectionError, TimeoutError))
+             "so the Hub is as it was and a retry uploads what is missing")
 
 
 def read_remote(api, repo_id: str) -> RemoteState:

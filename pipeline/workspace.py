@@ -76,9 +76,18 @@ def _string_list(value, where: str, path: Path, text: str, key: str, table: str)
 
 
 def _policy(table: dict, name: str, path: Path, text: str, default: MatrixPolicy | None) -> MatrixPolicy:
+    # Only [workspace.matrix] may hold a sub-table, and only `ci`.
+    allowed_tables = ("ci",) if default is None else ()
     for key in table:
-        if key not in _POLICY_KEYS and not isinstance(table[key], dict):
-            close = difflib.get_close_matches(key, _POLICY_KEYS, n=1)
+        if key in allowed_tables:
+            if not isinstance(table[key], dict):
+                raise WorkspaceError(
+                    f"[{name}].{key} must be a table", path=str(path), line=toml.key_line(text, key, name),
+                    code="W003", hint=f"write it as a table: [{name}.{key}]",
+                )
+            continue
+        if key not in _POLICY_KEYS:
+            close = difflib.get_close_matches(key, _POLICY_KEYS + allowed_tables, n=1)
             raise WorkspaceError(
                 f"unknown key {key!r} in [{name}]",
                 path=str(path), line=toml.key_line(text, key, name), code="W004",

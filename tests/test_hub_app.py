@@ -32,8 +32,11 @@ class Env:
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def create(self, name="k", private=False, token=None, org="org"):
-        return self.client.post("/api/repos/create", headers=self.h(token or self.writer),
-                                json={"name": name, "organization": org, "type": "kernel", "private": private})
+        return self.client.post(
+            "/api/repos/create",
+            headers=self.h(token or self.writer),
+            json={"name": name, "organization": org, "type": "kernel", "private": private},
+        )
 
     def head(self, name="k", branch="main"):
         refs = self.client.get(f"/api/kernels/org/{name}/refs", headers=self.h(self.admin)).json()
@@ -42,8 +45,11 @@ class Env:
     def commit(self, lines, token="writer", name="k", branch="main"):
         body = "\n".join(json.dumps(line) for line in lines) + "\n"
         token = self.writer if token == "writer" else token
-        return self.client.post(f"/api/kernels/org/{name}/commit/{branch}", content=body,
-                                headers={**self.h(token), "Content-Type": "application/x-ndjson"})
+        return self.client.post(
+            f"/api/kernels/org/{name}/commit/{branch}",
+            content=body,
+            headers={**self.h(token), "Content-Type": "application/x-ndjson"},
+        )
 
 
 def header(summary="s", **extra):
@@ -83,7 +89,9 @@ def test_create_repo_needs_a_write_token_for_the_namespace(env):
     assert r.status_code == 200 and r.json()["url"] == "http://hub.test/kernels/org/k"
     assert env.create().status_code == 409
     assert env.create(name="m", token=env.admin).status_code == 200
-    r = env.client.post("/api/repos/create", headers=env.h(env.writer), json={"name": "s", "organization": "org", "type": "space"})
+    r = env.client.post(
+        "/api/repos/create", headers=env.h(env.writer), json={"name": "s", "organization": "org", "type": "space"}
+    )
     assert r.status_code == 400
 
 
@@ -114,19 +122,38 @@ def test_private_repositories_are_invisible_to_others(env):
     assert env.create(name="secret", private=True).status_code == 200
     env.commit([header(), file_line("a.txt", b"private bytes")], name="secret")
     for token in (None, env.stranger, "hf_unknown_token_xxxxxxxx"):
-        for url in ("/api/kernels/org/secret", "/api/kernels/org/secret/refs", "/api/kernels/org/secret/tree/main",
-                    "/kernels/org/secret/resolve/main/a.txt"):
+        for url in (
+            "/api/kernels/org/secret",
+            "/api/kernels/org/secret/refs",
+            "/api/kernels/org/secret/tree/main",
+            "/kernels/org/secret/resolve/main/a.txt",
+        ):
             r = env.client.get(url, headers=env.h(token))
             assert (r.status_code, r.headers["X-Error-Code"]) == (404, "RepoNotFound"), url
         r = env.commit([header(), file_line("b.txt", b"x")], token=token, name="secret")
         assert r.status_code in (401, 404)
-    assert env.client.get("/kernels/org/secret/resolve/main/a.txt", headers=env.h(env.reader)).content == b"private bytes"
+    assert (
+        env.client.get("/kernels/org/secret/resolve/main/a.txt", headers=env.h(env.reader)).content == b"private bytes"
+    )
     info = env.client.get("/api/kernels/org/secret", headers=env.h(env.reader)).json()
     assert info["private"] is True and [s["rfilename"] for s in info["siblings"]] == ["a.txt"]
 
 
-@pytest.mark.parametrize("path", ["../evil.txt", "a/../../evil.txt", "/etc/passwd", "a\x00b", ".git/config",
-                                  "x/.git/hooks/post-update", "a//b", "a\\..\\b", "./a", "a/" + "x" * 300])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../evil.txt",
+        "a/../../evil.txt",
+        "/etc/passwd",
+        "a\x00b",
+        ".git/config",
+        "x/.git/hooks/post-update",
+        "a//b",
+        "a\\..\\b",
+        "./a",
+        "a/" + "x" * 300,
+    ],
+)
 def test_path_traversal_in_commits_is_refused(env, tmp_path, path):
     env.create()
     before = env.head()
@@ -139,16 +166,19 @@ def test_path_traversal_in_commits_is_refused(env, tmp_path, path):
     assert not any(p.name == "evil.txt" for p in tmp_path.rglob("*"))
 
 
-@pytest.mark.parametrize("url", [
-    "/kernels/org/k/resolve/main/..%2F..%2Fhub.json",
-    "/kernels/org/k/resolve/main/%2E%2E/hub.json",
-    "/kernels/org/k/resolve/main/a%00b",
-    "/kernels/org/k/resolve/main/%2Fetc%2Fpasswd",
-    "/api/kernels/org/k/tree/main/..%2F..",
-    "/api/kernels/org/%2E%2E/tree/main",
-    "/api/kernels/org/k/tree/..%2F..%2F..%2Fauth",
-    "/kernels/org/k/resolve/main/.git%2Fconfig",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/kernels/org/k/resolve/main/..%2F..%2Fhub.json",
+        "/kernels/org/k/resolve/main/%2E%2E/hub.json",
+        "/kernels/org/k/resolve/main/a%00b",
+        "/kernels/org/k/resolve/main/%2Fetc%2Fpasswd",
+        "/api/kernels/org/k/tree/main/..%2F..",
+        "/api/kernels/org/%2E%2E/tree/main",
+        "/api/kernels/org/k/tree/..%2F..%2F..%2Fauth",
+        "/kernels/org/k/resolve/main/.git%2Fconfig",
+    ],
+)
 def test_path_traversal_in_urls_is_refused(env, url):
     env.create()
     r = env.client.get(url)
@@ -160,9 +190,17 @@ def test_lfs_upload_urls_are_signed(env):
     env.create()
     data = os.urandom(50_000)
     oid = hashlib.sha256(data).hexdigest()
-    batch = {"operation": "upload", "transfers": ["basic"], "objects": [{"oid": oid, "size": len(data)}], "hash_algo": "sha256"}
+    batch = {
+        "operation": "upload",
+        "transfers": ["basic"],
+        "objects": [{"oid": oid, "size": len(data)}],
+        "hash_algo": "sha256",
+    }
     assert env.client.post("/kernels/org/k.git/info/lfs/objects/batch", json=batch).status_code == 401
-    assert env.client.post("/kernels/org/k.git/info/lfs/objects/batch", json=batch, headers=env.h(env.reader)).status_code == 403
+    assert (
+        env.client.post("/kernels/org/k.git/info/lfs/objects/batch", json=batch, headers=env.h(env.reader)).status_code
+        == 403
+    )
     r = env.client.post("/kernels/org/k.git/info/lfs/objects/batch", json=batch, headers=env.h(env.writer))
     assert r.status_code == 200 and r.json()["transfer"] == "basic"
     href = r.json()["objects"][0]["actions"]["upload"]["href"]
@@ -176,10 +214,14 @@ def test_lfs_upload_urls_are_signed(env):
     assert env.client.post(verify, json={"oid": oid, "size": len(data)}, headers=env.h(env.writer)).status_code == 200
     again = env.client.post("/kernels/org/k.git/info/lfs/objects/batch", json=batch, headers=env.h(env.writer)).json()
     assert "actions" not in again["objects"][0]  # already stored: the client skips the upload
-    r = env.commit([header(), {"key": "lfsFile", "value": {"path": "w.bin", "algo": "sha256", "oid": oid, "size": len(data)}}])
+    r = env.commit(
+        [header(), {"key": "lfsFile", "value": {"path": "w.bin", "algo": "sha256", "oid": oid, "size": len(data)}}]
+    )
     assert r.status_code == 200
     got = env.client.get("/kernels/org/k/resolve/main/w.bin")
-    assert got.content == data and got.headers["X-Linked-Etag"] == f'"{oid}"' and got.headers["X-Linked-Size"] == "50000"
+    assert (
+        got.content == data and got.headers["X-Linked-Etag"] == f'"{oid}"' and got.headers["X-Linked-Size"] == "50000"
+    )
     ranged = env.client.get("/kernels/org/k/resolve/main/w.bin", headers={"Range": "bytes=100-199"})
     assert ranged.status_code == 206 and ranged.content == data[100:200]
 
@@ -187,7 +229,9 @@ def test_lfs_upload_urls_are_signed(env):
 def test_commit_naming_an_lfs_object_never_uploaded_is_refused(env):
     env.create()
     before = env.head()
-    r = env.commit([header(), {"key": "lfsFile", "value": {"path": "w.bin", "algo": "sha256", "oid": "c" * 64, "size": 5}}])
+    r = env.commit(
+        [header(), {"key": "lfsFile", "value": {"path": "w.bin", "algo": "sha256", "oid": "c" * 64, "size": 5}}]
+    )
     assert (r.status_code, r.headers["X-Error-Code"]) == (422, "LfsObjectMissing")
     assert env.head() == before
 

@@ -12,21 +12,25 @@ from pipeline.hub.testing import REPO_ROOT, ServerProcess, subprocess_env
 
 
 def _serve_once(root):
-    """Start `hub serve` without --token, read its stdout lines, stop it."""
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(root), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(), cwd=REPO_ROOT)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line.strip())
-        if line.startswith("HF_ENDPOINT="):
-            if len(lines) == 1:  # a token line, if any, comes right after
-                pass
-            break
-    endpoint = lines[0].split("=", 1)[1]
-    token_line = proc.stdout.readline().strip() if httpx.get(f"{endpoint}/api/whoami-v2").status_code == 401 else ""
-    proc.terminate()
-    _, err = proc.communicate(timeout=30)
-    return endpoint, token_line, err
+    """Start `hub serve` without --token, make one request, stop it; returns
+    (the token line on stdout or "", stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(root), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+        cwd=REPO_ROOT,
+    )
+    try:
+        endpoint = proc.stdout.readline().strip().split("=", 1)[1]  # HF_ENDPOINT=... comes first
+        httpx.get(f"{endpoint}/api/whoami-v2")
+    finally:
+        proc.terminate()
+        out, err = proc.stdout.read(), proc.stderr.read()  # read() also drains what readline() buffered
+        proc.wait(timeout=30)
+    token_lines = [line for line in out.splitlines() if line.startswith("PIPELINE_HUB_TOKEN=")]
+    return (token_lines[0] if token_lines else ""), err
 
 
 def test_help_explains_hf_endpoint(capsys):
@@ -41,12 +45,12 @@ def test_help_explains_hf_endpoint(capsys):
 
 def test_admin_token_is_created_once_and_printed_once(tmp_path):
     root = tmp_path / "hub"
-    endpoint, token_line, err = _serve_once(root)
+    token_line, err = _serve_once(root)
     assert token_line.startswith("PIPELINE_HUB_TOKEN=hf_")
     token = token_line.split("=", 1)[1]
     assert token not in (root / "auth" / "tokens.json").read_text()
     assert "GET /api/whoami-v2 401" in err  # each request is logged on stderr
-    _, again, _ = _serve_once(root)
+    again, _ = _serve_once(root)
     assert again == ""  # never shown a second time
     with ServerProcess(root, token=token) as server:  # and it still works
         me = httpx.get(f"{server.endpoint}/api/whoami-v2", headers={"Authorization": f"Bearer {token}"}).json()
@@ -55,9 +59,14 @@ def test_admin_token_is_created_once_and_printed_once(tmp_path):
 
 def test_one_server_per_root(tmp_path):
     with ServerProcess(tmp_path / "hub", token="hf_one_server_per_root_token_1"):
-        out = subprocess.run([sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(tmp_path / "hub"),
-                              "--port", "0"], capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT,
-                             timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(tmp_path / "hub"), "--port", "0"],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(),
+            cwd=REPO_ROOT,
+            timeout=60,
+        )
     assert out.returncode == 11 and "HUB_ROOT_BUSY" in out.stderr and "Traceback" not in out.stderr
 
 

@@ -42,7 +42,9 @@ def published(hub, tmp_path_factory):
     api = HfApi(endpoint=hub.endpoint, token=hub.admin_token)
     url = api.create_repo(REPO, repo_type="kernel")
     api.create_branch(REPO, branch="v1", repo_type="kernel")
-    info = api.upload_folder(folder_path=src, repo_id=REPO, repo_type="kernel", revision="v1", commit_message="v1 build")
+    info = api.upload_folder(
+        folder_path=src, repo_id=REPO, repo_type="kernel", revision="v1", commit_message="v1 build"
+    )
     return {"api": api, "src": src, "commit": info.oid, "url": url}
 
 
@@ -64,12 +66,17 @@ def test_list_trees(hub, published):
     assert root == {("README.md", "RepoFile"), ("build", "RepoFolder")}
     variants = [e.path for e in api.list_repo_tree(REPO, path_in_repo="build", repo_type="kernel", revision="v1")]
     assert sorted(variants) == ["build/torch-cpu", "build/torch-cuda"]
-    files = {e.path: e for e in api.list_repo_tree(REPO, repo_type="kernel", revision="v1", recursive=True)
-             if type(e).__name__ == "RepoFile"}
+    files = {
+        e.path: e
+        for e in api.list_repo_tree(REPO, repo_type="kernel", revision="v1", recursive=True)
+        if type(e).__name__ == "RepoFile"
+    }
     src = published["src"]
     assert set(files) == {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
     big = files["build/torch-cpu/big.bin"]
-    assert big.size == BIG and big.lfs.sha256 == hashlib.sha256((src / "build/torch-cpu/big.bin").read_bytes()).hexdigest()
+    assert (
+        big.size == BIG and big.lfs.sha256 == hashlib.sha256((src / "build/torch-cpu/big.bin").read_bytes()).hexdigest()
+    )
     assert files["build/torch-cuda/_demo.abi3.so"].lfs is not None  # binary -> LFS
     assert files["README.md"].lfs is None  # small text -> inline git blob
     info = api.get_paths_info(REPO, ["README.md", "build", "missing"], repo_type="kernel", revision="v1")
@@ -82,8 +89,11 @@ def test_downloads_are_byte_identical(hub, published, tmp_path):
     for name in ("build/torch-cpu/big.bin", "build/torch-cpu/__init__.py", "README.md"):
         got = api.hf_hub_download(REPO, name, repo_type="kernel", revision="v1", cache_dir=tmp_path / "c1")
         assert filecmp.cmp(got, src / name, shallow=False), name
-    snap = Path(api.snapshot_download(REPO, repo_type="kernel", revision="v1", cache_dir=tmp_path / "c2",
-                                      allow_patterns=["build/torch-cuda/*"]))
+    snap = Path(
+        api.snapshot_download(
+            REPO, repo_type="kernel", revision="v1", cache_dir=tmp_path / "c2", allow_patterns=["build/torch-cuda/*"]
+        )
+    )
     got = sorted(p.relative_to(snap).as_posix() for p in snap.rglob("*") if p.is_file())
     assert got == ["build/torch-cuda/_demo.abi3.so"]
     assert filecmp.cmp(snap / got[0], src / got[0], shallow=False)
@@ -103,13 +113,24 @@ def test_republishing_a_variant_with_delete_patterns(hub, published, tmp_path):
         d.mkdir()
         (d / "old.py").write_text(variant)
         (d / "keep.py").write_text(variant)
-        api.upload_folder(folder_path=d, path_in_repo=f"build/{variant}", repo_id="org2/re", repo_type="kernel",
-                          commit_message=f"add {variant}")
+        api.upload_folder(
+            folder_path=d,
+            path_in_repo=f"build/{variant}",
+            repo_id="org2/re",
+            repo_type="kernel",
+            commit_message=f"add {variant}",
+        )
     new = tmp_path / "a2"
     new.mkdir()
     (new / "keep.py").write_text("a, rebuilt")
-    api.upload_folder(folder_path=new, path_in_repo="build/a", repo_id="org2/re", repo_type="kernel",
-                      delete_patterns="*", commit_message="republish a")
+    api.upload_folder(
+        folder_path=new,
+        path_in_repo="build/a",
+        repo_id="org2/re",
+        repo_type="kernel",
+        delete_patterns="*",
+        commit_message="republish a",
+    )
     files = sorted(api.list_repo_files("org2/re", repo_type="kernel"))
     assert files == ["build/a/keep.py", "build/b/keep.py", "build/b/old.py"]
     assert len(api.list_repo_commits("org2/re", repo_type="kernel")) == 4  # one commit per publish
@@ -121,11 +142,18 @@ def test_stale_parent_commit_is_refused(hub, published):
     op = [CommitOperationAdd("notes.txt", b"first")]
     new = api.create_commit(REPO, op, commit_message="c1", repo_type="kernel", parent_commit=head).oid
     with pytest.raises(HfHubHTTPError) as err:
-        api.create_commit(REPO, [CommitOperationAdd("notes.txt", b"second")], commit_message="c2",
-                          repo_type="kernel", parent_commit=head)
+        api.create_commit(
+            REPO,
+            [CommitOperationAdd("notes.txt", b"second")],
+            commit_message="c2",
+            repo_type="kernel",
+            parent_commit=head,
+        )
     assert err.value.response.status_code == 412
     assert api.repo_info(REPO, repo_type="kernel", revision="main").sha == new
-    api.create_commit(REPO, [CommitOperationDelete("notes.txt")], commit_message="c3", repo_type="kernel", parent_commit=new)
+    api.create_commit(
+        REPO, [CommitOperationDelete("notes.txt")], commit_message="c3", repo_type="kernel", parent_commit=new
+    )
 
 
 def test_auth_refusals_leave_the_branch_unchanged(hub, published):
@@ -136,7 +164,9 @@ def test_auth_refusals_leave_the_branch_unchanged(hub, published):
     for token, status in attempts:
         api = HfApi(endpoint=hub.endpoint, token=token)
         with pytest.raises(HfHubHTTPError) as err:
-            api.upload_file(path_or_fileobj=b"x", path_in_repo="evil.txt", repo_id=REPO, repo_type="kernel", revision="v1")
+            api.upload_file(
+                path_or_fileobj=b"x", path_in_repo="evil.txt", repo_id=REPO, repo_type="kernel", revision="v1"
+            )
         assert err.value.response.status_code == status, token
         with pytest.raises(HfHubHTTPError) as err:
             api.create_branch(REPO, branch="v2", repo_type="kernel")

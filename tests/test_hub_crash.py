@@ -48,8 +48,9 @@ def _heads(api: HfApi, repo: str = "org/k") -> dict[str, str]:
 
 def _fsck(root: Path) -> None:
     for repo in (root / "repos").glob("kernels/*/*.git"):
-        subprocess.run(["git", "-C", str(repo), "fsck", "--connectivity-only", "--no-dangling"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "fsck", "--connectivity-only", "--no-dangling"], check=True, capture_output=True
+        )
 
 
 def test_client_killed_mid_upload_leaves_the_branch_unchanged(tmp_path, monkeypatch):
@@ -64,9 +65,12 @@ def test_client_killed_mid_upload_leaves_the_branch_unchanged(tmp_path, monkeypa
         api.create_branch("org/k", branch="v1", repo_type="kernel")
         before = _heads(api)
         tmp_dir = root / "repos" / "kernels" / "org" / "k.git" / "lfs" / "tmp"
-        client = subprocess.Popen([sys.executable, "-c", SLOW_CLIENT, server.endpoint, TOKEN, str(data)],
-                                  env=subprocess_env({"HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf")}),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = subprocess.Popen(
+            [sys.executable, "-c", SLOW_CLIENT, server.endpoint, TOKEN, str(data)],
+            env=subprocess_env({"HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf")}),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             partial = [p for p in tmp_dir.glob("*") if p.stat().st_size > 1024 * 1024] if tmp_dir.is_dir() else []
@@ -82,13 +86,16 @@ def test_client_killed_mid_upload_leaves_the_branch_unchanged(tmp_path, monkeypa
         while any(tmp_dir.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert list(tmp_dir.iterdir()) == [], "the half upload was not removed"
-        assert not (root / "repos" / "kernels" / "org" / "k.git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid).exists()
+        assert not (
+            root / "repos" / "kernels" / "org" / "k.git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+        ).exists()
         assert _heads(api) == before
         assert "client went away" in "\n".join(server.log_lines)
 
         # The retry goes through and the file comes back byte-identical.
-        api.upload_file(path_or_fileobj=str(data), path_in_repo="big.bin", repo_id="org/k", repo_type="kernel",
-                        revision="v1")
+        api.upload_file(
+            path_or_fileobj=str(data), path_in_repo="big.bin", repo_id="org/k", repo_type="kernel", revision="v1"
+        )
         after = _heads(api)
         assert after["main"] == before["main"] and after["v1"] != before["v1"]
         got = api.hf_hub_download("org/k", "big.bin", repo_type="kernel", revision="v1", cache_dir=tmp_path / "c")
@@ -98,7 +105,9 @@ def test_client_killed_mid_upload_leaves_the_branch_unchanged(tmp_path, monkeypa
 
 def _big_commit(n_files: int, tag: str) -> list[CommitOperationAdd]:
     # Text (no NUL) under 10 MB: sent inline, base64, in the NDJSON commit body.
-    return [CommitOperationAdd(f"bulk/{tag}/f{i:04d}.txt", os.urandom(24 * 1024).hex().encode()) for i in range(n_files)]
+    return [
+        CommitOperationAdd(f"bulk/{tag}/f{i:04d}.txt", os.urandom(24 * 1024).hex().encode()) for i in range(n_files)
+    ]
 
 
 def test_server_killed_mid_commit_restarts_with_complete_branches(tmp_path, monkeypatch):
@@ -126,9 +135,11 @@ def test_server_killed_mid_commit_restarts_with_complete_branches(tmp_path, monk
         ops = _big_commit(n_files, f"r{round_}")
         result: dict = {}
 
-        def commit() -> None:
+        def commit(api=api, ops=ops, result=result, round_=round_) -> None:
             try:
-                result["oid"] = api.create_commit("org/k", ops, commit_message=f"round {round_}", repo_type="kernel").oid
+                result["oid"] = api.create_commit(
+                    "org/k", ops, commit_message=f"round {round_}", repo_type="kernel"
+                ).oid
             except Exception as exc:  # the server died under it
                 result["error"] = exc
 
@@ -143,7 +154,11 @@ def test_server_killed_mid_commit_restarts_with_complete_branches(tmp_path, monk
         try:
             api = HfApi(endpoint=server.endpoint, token=TOKEN)
             head = _heads(api)["main"]
-            files = {f for f in api.list_repo_files("org/k", repo_type="kernel", revision=head) if f.startswith(f"bulk/r{round_}/")}
+            files = {
+                f
+                for f in api.list_repo_files("org/k", repo_type="kernel", revision=head)
+                if f.startswith(f"bulk/r{round_}/")
+            }
             if head == before:
                 assert "oid" not in result, "a commit the client saw succeed was lost"
                 assert files == set()
@@ -153,8 +168,12 @@ def test_server_killed_mid_commit_restarts_with_complete_branches(tmp_path, monk
                 assert len(files) == n_files, "the branch points at a partial commit"
                 outcomes.append("new head")
             # The hub keeps working after the crash.
-            api.upload_file(path_or_fileobj=f"after {round_}".encode(), path_in_repo=f"after{round_}.txt",
-                            repo_id="org/k", repo_type="kernel")
+            api.upload_file(
+                path_or_fileobj=f"after {round_}".encode(),
+                path_in_repo=f"after{round_}.txt",
+                repo_id="org/k",
+                repo_type="kernel",
+            )
         finally:
             server.stop()
         _fsck(root)

@@ -65,7 +65,8 @@ def kernel_tree(root: Path, so: Path) -> Path:
     variant = root / "build" / host_variant()
     variant.mkdir(parents=True)
     shutil.copy(so, variant / f"{KERNEL_ID}.abi3.so")
-    (variant / "_ops.py").write_text(textwrap.dedent(f"""
+    (variant / "_ops.py").write_text(
+        textwrap.dedent(f"""
         import os
         import torch
         torch.ops.load_library(os.path.join(os.path.dirname(__file__), "{KERNEL_ID}.abi3.so"))
@@ -73,12 +74,21 @@ def kernel_tree(root: Path, so: Path) -> Path:
 
         def add_op_namespace_prefix(op_name: str) -> str:
             return f"{KERNEL_ID}::{{op_name}}"
-    """))
+    """)
+    )
     (variant / "__init__.py").write_text("from ._ops import ops\n\n\ndef scale(x, s):\n    return ops.scale(x, s)\n")
-    (variant / "metadata.json").write_text(json.dumps({
-        "name": "hubtiny", "id": KERNEL_ID, "version": 1, "license": "Apache-2.0",
-        "python-depends": [], "backend": {"type": "cpu"},
-    }))
+    (variant / "metadata.json").write_text(
+        json.dumps(
+            {
+                "name": "hubtiny",
+                "id": KERNEL_ID,
+                "version": 1,
+                "license": "Apache-2.0",
+                "python-depends": [],
+                "backend": {"type": "cpu"},
+            }
+        )
+    )
     return root
 
 
@@ -99,8 +109,9 @@ def get_kernel(hub: EmbeddedHub, repo: str, cache: Path, **kwargs) -> dict:
     (Not with HF_HUB_DISABLE_TELEMETRY=1: kernels 0.17.2 then sends a User-Agent
     ending in "; ", which httpx refuses, and reports it as an untrusted publisher.)"""
     env = subprocess_env({**hub.client_env(), "HF_HOME": str(cache)})
-    out = subprocess.run([sys.executable, "-c", LOAD, repo, json.dumps(kwargs)], env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD, repo, json.dumps(kwargs)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -115,8 +126,13 @@ def hub(tmp_path_factory, tiny_kernel_so):
             for repo in ("trusted-org/hubtiny", "someone/hubtiny"):
                 api.create_repo(repo, repo_type="kernel")
                 api.create_branch(repo, branch="v1", repo_type="kernel")
-                api.upload_folder(folder_path=tree, repo_id=repo, repo_type="kernel", revision="v1",
-                                  commit_message="publish hubtiny v1")
+                api.upload_folder(
+                    folder_path=tree,
+                    repo_id=repo,
+                    repo_type="kernel",
+                    revision="v1",
+                    commit_message="publish hubtiny v1",
+                )
             yield h
 
 

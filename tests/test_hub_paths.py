@@ -8,7 +8,9 @@ from pipeline.hub import paths
 from pipeline.hub.errors import BadRequest
 
 
-@pytest.mark.parametrize("value", ["a.txt", "build/torch213-cxx11-cpu-x86_64-linux/_ops.py", "README.md", "a b/c-d_e.f"])
+@pytest.mark.parametrize(
+    "value", ["a.txt", "build/torch213-cxx11-cpu-x86_64-linux/_ops.py", "README.md", "a b/c-d_e.f"]
+)
 def test_file_path_accepts_normal_paths(value):
     assert paths.file_path(value) == value
 
@@ -16,8 +18,23 @@ def test_file_path_accepts_normal_paths(value):
 @pytest.mark.parametrize(
     "value",
     [
-        "", "/etc/passwd", "../x", "a/../../b", "a/..", "./a", "a/./b", "a//b", "a/", "a\x00b", "a\nb",
-        "a\\b", ".git/config", "x/.git/HEAD", ".cache/y", "a/" + "x" * 256, "x/" * 2049,
+        "",
+        "/etc/passwd",
+        "../x",
+        "a/../../b",
+        "a/..",
+        "./a",
+        "a/./b",
+        "a//b",
+        "a/",
+        "a\x00b",
+        "a\nb",
+        "a\\b",
+        ".git/config",
+        "x/.git/HEAD",
+        ".cache/y",
+        "a/" + "x" * 256,
+        "x/" * 2049,
     ],
 )
 def test_file_path_refuses_traversal_and_junk(value):
@@ -39,8 +56,19 @@ def test_repo_id_accepts(ns, name):
 
 @pytest.mark.parametrize(
     "ns,name",
-    [("org", ".."), ("..", "k"), ("org", "a--b"), ("org", "-a"), ("org", "a" * 97), ("api", "k"),
-     ("kernels", "k"), ("org", "k.git"), ("o/g", "k"), ("org", "k\x00"), ("org", "")],
+    [
+        ("org", ".."),
+        ("..", "k"),
+        ("org", "a--b"),
+        ("org", "-a"),
+        ("org", "a" * 97),
+        ("api", "k"),
+        ("kernels", "k"),
+        ("org", "k.git"),
+        ("o/g", "k"),
+        ("org", "k\x00"),
+        ("org", ""),
+    ],
 )
 def test_repo_id_refuses(ns, name):
     with pytest.raises(BadRequest):
@@ -60,7 +88,9 @@ def test_branch_names(value):
     assert paths.branch_name(value) == value
 
 
-@pytest.mark.parametrize("value", ["", "refs/heads/x", "a..b", "x.lock", "-x", ".x", "a//b", "a b", "a~1", "0" * 40, "b" * 201])
+@pytest.mark.parametrize(
+    "value", ["", "refs/heads/x", "a..b", "x.lock", "-x", ".x", "a//b", "a b", "a~1", "0" * 40, "b" * 201]
+)
 def test_bad_branch_names(value):
     with pytest.raises(BadRequest):
         paths.branch_name(value)

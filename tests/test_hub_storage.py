@@ -12,7 +12,13 @@ import pytest
 
 from pipeline.hub import lfs
 from pipeline.hub.errors import (
-    BadRequest, Conflict, EntryNotFound, LfsObjectMissing, RepoNotFound, RevisionNotFound, StaleParent,
+    BadRequest,
+    Conflict,
+    EntryNotFound,
+    LfsObjectMissing,
+    RepoNotFound,
+    RevisionNotFound,
+    StaleParent,
 )
 from pipeline.hub.paths import repo_id
 from pipeline.hub.storage import AddBlob, AddLfs, DeleteFile, DeleteFolder, Storage
@@ -37,7 +43,7 @@ def _files(repo, rev="main") -> dict[str, bytes]:
 def test_create_makes_a_bare_repo_with_an_initial_commit(tmp_path, repo):
     assert repo.dir == tmp_path / "repos" / "kernels" / "org" / "k.git"
     assert _git(repo, "rev-parse", "--is-bare-repository").strip() == "true"
-    (name, head), = repo.branches()
+    ((name, head),) = repo.branches()
     assert name == "main" and repo.commit_info(head).title == "initial commit"
     with pytest.raises(Conflict):
         Storage(tmp_path).create(RID, private=False, author="bob")
@@ -47,8 +53,13 @@ def test_create_makes_a_bare_repo_with_an_initial_commit(tmp_path, repo):
 
 def test_commit_is_a_git_commit(repo):
     before = repo.branch_head("main")
-    sha = repo.commit("main", [AddBlob("a/b.txt", repo.write_blob(b"hello\n")), AddBlob("c", repo.write_blob(b"x"))],
-                      summary="add files", description="two of them", author="alice")
+    sha = repo.commit(
+        "main",
+        [AddBlob("a/b.txt", repo.write_blob(b"hello\n")), AddBlob("c", repo.write_blob(b"x"))],
+        summary="add files",
+        description="two of them",
+        author="alice",
+    )
     assert repo.branch_head("main") == sha and _git(repo, "rev-parse", "main").strip() == sha
     assert _git(repo, "show", "main:a/b.txt") == "hello\n"
     assert _git(repo, "log", "-1", "--format=%s/%an", "main").strip() == "add files/alice"
@@ -71,7 +82,9 @@ def test_lfs_files_are_pointers_to_verified_objects(repo):
         repo.commit("main", [AddLfs("w.bin", oid, len(data) + 1)], summary="x")
     sha = repo.commit("main", [AddLfs("w.bin", oid, len(data))], summary="lfs")
     entry = repo.entry(sha, "w.bin")
-    assert entry.size == len(data) and entry.lfs.oid == oid and entry.lfs.pointer_size == len(lfs.pointer(oid, len(data)))
+    assert (
+        entry.size == len(data) and entry.lfs.oid == oid and entry.lfs.pointer_size == len(lfs.pointer(oid, len(data)))
+    )
     assert _git(repo, "show", "main:w.bin").encode() == lfs.pointer(oid, len(data))
 
 
@@ -154,11 +167,16 @@ def test_branches_tags_and_revisions(repo):
 
 def test_list_tree(repo):
     blob = repo.write_blob(b"12345")
-    sha = repo.commit("main", [AddBlob("build/v1/a.py", blob), AddBlob("build/v2/b.py", blob), AddBlob("R", blob)],
-                      summary="s")
+    sha = repo.commit(
+        "main", [AddBlob("build/v1/a.py", blob), AddBlob("build/v2/b.py", blob), AddBlob("R", blob)], summary="s"
+    )
     assert [(e.path, e.type) for e in repo.list_tree(sha)] == [("R", "file"), ("build", "directory")]
     assert [e.path for e in repo.list_tree(sha, "build")] == ["build/v1", "build/v2"]
-    assert [e.path for e in repo.list_tree(sha, recursive=True) if e.type == "file"] == ["R", "build/v1/a.py", "build/v2/b.py"]
+    assert [e.path for e in repo.list_tree(sha, recursive=True) if e.type == "file"] == [
+        "R",
+        "build/v1/a.py",
+        "build/v2/b.py",
+    ]
     assert repo.entry(sha, "build/v1/a.py").size == 5
     for missing in ("nope", "R"):
         with pytest.raises(EntryNotFound):
@@ -192,6 +210,11 @@ def test_recover_removes_leftovers_and_rolls_back_an_incomplete_head(tmp_path, r
 
 def _git_commit_object(repo, tree: str, parent: str) -> str:
     body = f"tree {tree}\nparent {parent}\nauthor a <a@x> 0 +0000\ncommitter a <a@x> 0 +0000\n\nbroken\n"
-    out = subprocess.run(["git", "-C", str(repo.dir), "hash-object", "-t", "commit", "-w", "--literally", "--stdin"],
-                         input=body, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", str(repo.dir), "hash-object", "-t", "commit", "-w", "--literally", "--stdin"],
+        input=body,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return out.stdout.strip()

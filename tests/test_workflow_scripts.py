@@ -326,3 +326,27 @@ def test_estimate_counts_the_real_matrix_and_scales_with_compile_time():
                                                         "--json"]).stdout)["include"])
     if has_cuda:
         assert slower["release"]["hosted_minutes"] > base["release"]["hosted_minutes"]
+
+
+def test_report_renders_a_verify_report_and_a_pipeline_error():
+    sys.path.insert(0, str(CI))
+    try:
+        import report
+    finally:
+        sys.path.remove(str(CI))
+    from pipeline.errors import PublishError
+    from pipeline.verify import CellResolution, LoadCheck, VerifyReport
+
+    cells = (CellResolution("torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cu130-x86_64-linux", True),
+             CellResolution("torch212-cxx11-cu126-x86_64-linux", None, True, ("torch212-...: no build",)))
+    verified = VerifyReport("https://huggingface.co", "org/geglu", 1, "abc1234",
+                            ("torch213-cxx11-cu130-x86_64-linux",),
+                            LoadCheck(True, "torch213-cxx11-cu130-x86_64-linux", "_geglu_cuda_abc1234", "abc1234",
+                                      (0,), 4, 0), cells).to_json()
+    text = report.render("verify", json.loads(json.dumps(verified)))
+    assert text.startswith("### verify: passed")
+    assert "- repo_id: `org/geglu`" in text and "- version: `1`" in text
+    assert "| torch212-cxx11-cu126-x86_64-linux |  | True | torch212-...: no build | none |" in text
+    error = PublishError("no token", code="P010", hint="set HF_TOKEN")
+    text = report.render("publish", error.to_json())
+    assert text.startswith("### publish: FAILED") and "no token" in text and "hint: set HF_TOKEN" in text

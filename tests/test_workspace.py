@@ -129,3 +129,31 @@ def test_kernel_path_leaving_the_workspace(tmp_path):
 def test_unknown_backend_in_policy(tmp_path):
     write(tmp_path, '[workspace]\nkernels = []\nnamespace = "org"\n' + MATRIX.replace('"cuda", "cpu"]', '"cuda", "opencl"]'))
     assert error_of(tmp_path).code == "W006"
+
+
+def test_typo_in_ci_subtable_is_reported(tmp_path):
+    from pipeline.errors import WorkspaceError
+    from pipeline.workspace import load_workspace
+
+    (tmp_path / "build.toml").write_text(
+        '[workspace]\nkernels = []\nnamespace = "org"\n'
+        '[workspace.matrix]\ntorch = ["2.13"]\ncuda = ["13.0"]\narchs = ["x86_64"]\nbackends = ["cpu"]\n'
+        '[workspace.matrix.ci]\ntorhc = ["2.13"]\n'
+    )
+    with pytest.raises(WorkspaceError) as info:
+        load_workspace(tmp_path)
+    assert "torhc" in info.value.message and "torch" in info.value.hint
+    assert info.value.line == 10
+
+
+def test_ci_must_be_a_table(tmp_path):
+    from pipeline.errors import WorkspaceError
+    from pipeline.workspace import load_workspace
+
+    (tmp_path / "build.toml").write_text(
+        '[workspace]\nkernels = []\nnamespace = "org"\n'
+        '[workspace.matrix]\ntorch = ["2.13"]\ncuda = ["13.0"]\narchs = ["x86_64"]\nbackends = ["cpu"]\nci = "x"\n'
+    )
+    with pytest.raises(WorkspaceError) as info:
+        load_workspace(tmp_path)
+    assert "must be a table" in info.value.message

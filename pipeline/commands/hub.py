@@ -52,26 +52,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
 
     serve = sub.add_parser("serve", help="run the hub server", description=SERVE_DESCRIPTION, formatter_class=fmt)
-    serve.add_argument("--root", type=Path, default=None, help="data directory (default: $XDG_DATA_HOME/kernel-pipeline/hub, i.e. ~/.local/share/kernel-pipeline/hub)")
+    serve.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="data directory (default: $XDG_DATA_HOME/kernel-pipeline/hub, i.e. ~/.local/share/kernel-pipeline/hub)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (0 = any free port; default: %(default)s)")
-    serve.add_argument("--token", default=None, help="admin token (default: $PIPELINE_HUB_TOKEN, else created on first start)")
-    serve.add_argument("--trust", action="append", default=[], metavar="NAMESPACE",
-                       help="mark NAMESPACE as a trusted kernel publisher (repeatable)")
+    serve.add_argument(
+        "--token", default=None, help="admin token (default: $PIPELINE_HUB_TOKEN, else created on first start)"
+    )
+    serve.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="NAMESPACE",
+        help="mark NAMESPACE as a trusted kernel publisher (repeatable)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--json", action="store_true", help="print the endpoint (and a new admin token) as one JSON line")
+    serve.add_argument(
+        "--json", action="store_true", help="print the endpoint (and a new admin token) as one JSON line"
+    )
 
-    token = sub.add_parser("token", help="create a token", description="Create a token with read or write scope "
-                           "on one namespace ('*' = all). The token is printed once; only its hash is stored.")
+    token = sub.add_parser(
+        "token",
+        help="create a token",
+        description="Create a token with read or write scope "
+        "on one namespace ('*' = all). The token is printed once; only its hash is stored.",
+    )
     token.add_argument("--root", type=Path, default=None, help="data directory of the hub")
     token.add_argument("--namespace", required=True, help="namespace the token may use, or '*'")
     token.add_argument("--scope", choices=["read", "write"], default="write")
     token.add_argument("--user", default=None, help="user name the token acts as (default: the namespace)")
     token.add_argument("--json", action="store_true")
 
-    trust = sub.add_parser("trust", help="mark a namespace as a trusted kernel publisher",
-                           description="kernels.get_kernel loads kernels without trust_remote_code only from "
-                           "namespaces whose organization overview says trustedKernelPublisher: true.")
+    trust = sub.add_parser(
+        "trust",
+        help="mark a namespace as a trusted kernel publisher",
+        description="kernels.get_kernel loads kernels without trust_remote_code only from "
+        "namespaces whose organization overview says trustedKernelPublisher: true.",
+    )
     trust.add_argument("namespace")
     trust.add_argument("--root", type=Path, default=None, help="data directory of the hub")
     trust.add_argument("--revoke", action="store_true", help="remove the trust instead")
@@ -112,13 +133,21 @@ def run(args: argparse.Namespace, output: Output) -> int:
 def _serve(args: argparse.Namespace, root: Path, output: Output) -> int:
     from pipeline.hub.server import serve
 
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper()),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
 
     def on_ready(endpoint: str, prepared) -> None:
         if output.json_mode:
-            output.emit_json({"endpoint": endpoint, "root": str(root),
-                              "admin_token": prepared.admin_token if prepared.admin_token_created else None})
+            output.emit_json(
+                {
+                    "endpoint": endpoint,
+                    "root": str(root),
+                    "admin_token": prepared.admin_token if prepared.admin_token_created else None,
+                }
+            )
         else:
             print(f"HF_ENDPOINT={endpoint}", flush=True)
             if prepared.admin_token_created:
@@ -130,6 +159,12 @@ def _serve(args: argparse.Namespace, root: Path, output: Output) -> int:
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             output.info("hub: warning: plain HTTP on a non-loopback address; put TLS in front of it")
 
-    serve(root, host=args.host, port=args.port, admin_token=args.token or os.environ.get("PIPELINE_HUB_TOKEN") or None,
-          trusted_namespaces=args.trust, on_ready=on_ready)
+    serve(
+        root,
+        host=args.host,
+        port=args.port,
+        admin_token=args.token or os.environ.get("PIPELINE_HUB_TOKEN") or None,
+        trusted_namespaces=args.trust,
+        on_ready=on_ready,
+    )
     return 0

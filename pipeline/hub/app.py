@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import unquote
 
 from starlette.applications import Starlette
@@ -55,8 +55,9 @@ class RawRoute(BaseRoute):
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in self.methods:
-            response = JSONResponse({"error": "Method not allowed"}, status_code=405,
-                                    headers={"Allow": ", ".join(sorted(self.methods))})
+            response = JSONResponse(
+                {"error": "Method not allowed"}, status_code=405, headers={"Allow": ", ".join(sorted(self.methods))}
+            )
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -20,10 +20,11 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 from pipeline.fsutil import atomic_write_text
 from pipeline.hub.errors import BadRequest, Forbidden, InvalidToken, RepoNotFound, Unauthorized
@@ -86,16 +87,23 @@ class TokenRecord:
 
     def to_json(self) -> dict:
         return {
-            "digest": self.digest, "user": self.user, "name": self.name,
-            "scopes": [list(s) for s in self.scopes], "admin": self.admin, "created_at": self.created_at,
+            "digest": self.digest,
+            "user": self.user,
+            "name": self.name,
+            "scopes": [list(s) for s in self.scopes],
+            "admin": self.admin,
+            "created_at": self.created_at,
         }
 
     @staticmethod
-    def from_json(d: dict) -> "TokenRecord":
+    def from_json(d: dict) -> TokenRecord:
         return TokenRecord(
-            digest=str(d["digest"]), user=str(d["user"]), name=str(d.get("name", "")),
+            digest=str(d["digest"]),
+            user=str(d["user"]),
+            name=str(d.get("name", "")),
             scopes=tuple((str(ns), str(sc)) for ns, sc in d.get("scopes", [])),
-            admin=bool(d.get("admin", False)), created_at=str(d.get("created_at", "")),
+            admin=bool(d.get("admin", False)),
+            created_at=str(d.get("created_at", "")),
         )
 
     def principal(self) -> Principal:
@@ -165,8 +173,16 @@ class AuthStore:
         os.chmod(self.tokens_file, 0o600)
 
     # -- tokens --------------------------------------------------------------
-    def create_token(self, namespace: str, scope: str = "write", *, user: str | None = None,
-                     name: str = "", token: str | None = None, admin: bool = False) -> str:
+    def create_token(
+        self,
+        namespace: str,
+        scope: str = "write",
+        *,
+        user: str | None = None,
+        name: str = "",
+        token: str | None = None,
+        admin: bool = False,
+    ) -> str:
         """Create a token with `scope` on `namespace` ("*" = all); returns the token (shown once)."""
         if scope not in SCOPES:
             raise BadRequest(f"scope must be one of {SCOPES}, not {scope!r}")
@@ -178,8 +194,11 @@ class AuthStore:
         if len(token) < 16:
             raise BadRequest("a token must be at least 16 characters long")
         record = TokenRecord(
-            digest=_digest(token), user=user, name=name or f"{user}-{scope}",
-            scopes=((namespace, scope),), admin=admin,
+            digest=_digest(token),
+            user=user,
+            name=name or f"{user}-{scope}",
+            scopes=((namespace, scope),),
+            admin=admin,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
         with self._write_lock():

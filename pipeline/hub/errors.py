@@ -21,17 +21,41 @@ class HubApiError(HubError):
 
 
 class BadRequest(HubApiError): ...
-class Unauthorized(HubApiError): ...      # no token where one is needed
-class InvalidToken(HubApiError): ...      # a token that the hub does not know
-class Forbidden(HubApiError): ...         # a token without the needed scope
-class RepoNotFound(HubApiError): ...      # missing, or private and not yours
+
+
+class Unauthorized(HubApiError): ...  # no token where one is needed
+
+
+class InvalidToken(HubApiError): ...  # a token that the hub does not know
+
+
+class Forbidden(HubApiError): ...  # a token without the needed scope
+
+
+class RepoNotFound(HubApiError): ...  # missing, or private and not yours
+
+
 class RevisionNotFound(HubApiError): ...
+
+
 class EntryNotFound(HubApiError): ...
-class Conflict(HubApiError): ...          # repository or branch already exists
-class StaleParent(HubApiError): ...       # parentCommit is not the branch head
+
+
+class Conflict(HubApiError): ...  # repository or branch already exists
+
+
+class StaleParent(HubApiError): ...  # parentCommit is not the branch head
+
+
 class LfsObjectMissing(HubApiError): ...  # a commit names an LFS object never uploaded
+
+
 class ChecksumMismatch(HubApiError): ...  # uploaded bytes do not hash to the oid
+
+
 class PayloadTooLarge(HubApiError): ...
+
+
 class NotImplementedByHub(HubApiError): ...  # Xet, pull requests
 
 

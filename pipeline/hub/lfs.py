@@ -13,8 +13,8 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import anyio
 

@@ -111,7 +111,9 @@ class Hub:
 
     def open_write(self, request: Request, rid: paths.RepoId) -> tuple[Repository, Principal]:
         repo = self.storage.open(rid)
-        who = check_write(self.principal(request), rid.namespace, private=repo.meta.private, what=f"{rid.type} {rid.id}")
+        who = check_write(
+            self.principal(request), rid.namespace, private=repo.meta.private, what=f"{rid.type} {rid.id}"
+        )
         return repo, who
 
     @staticmethod
@@ -150,29 +152,52 @@ class Hub:
             raise Unauthorized("Authorization header is required to call whoami")
         namespaces = sorted({ns for ns, _ in who.scopes if ns != "*"})
         role = "write" if any(s == "write" for _, s in who.scopes) else "read"
-        return JSONResponse({
-            "type": "user", "id": who.user, "name": who.user, "fullname": who.user,
-            "email": None, "emailVerified": False, "isPro": False, "canPay": False,
-            "orgs": [{"type": "org", "name": ns, "fullname": ns, "roleInOrg": who.scope_for(ns)} for ns in namespaces],
-            "auth": {"type": "access_token", "accessToken": {
-                "displayName": who.token_name, "role": role,
-                "scopes": [{"namespace": ns, "scope": sc} for ns, sc in who.scopes], "admin": who.admin,
-            }},
-        })
+        return JSONResponse(
+            {
+                "type": "user",
+                "id": who.user,
+                "name": who.user,
+                "fullname": who.user,
+                "email": None,
+                "emailVerified": False,
+                "isPro": False,
+                "canPay": False,
+                "orgs": [
+                    {"type": "org", "name": ns, "fullname": ns, "roleInOrg": who.scope_for(ns)} for ns in namespaces
+                ],
+                "auth": {
+                    "type": "access_token",
+                    "accessToken": {
+                        "displayName": who.token_name,
+                        "role": role,
+                        "scopes": [{"namespace": ns, "scope": sc} for ns, sc in who.scopes],
+                        "admin": who.admin,
+                    },
+                },
+            }
+        )
 
     async def organization_overview(self, request: Request) -> Response:
         invalid_params(request)
         ns = paths.name_part(request.path_params["ns"], "organization")
         trusted = ns in self.auth.trusted_namespaces()
-        known = trusted or ns in self.storage.namespaces() or any(
-            ns == scope_ns for r in self.auth.list_tokens() for scope_ns, _ in r.scopes
+        known = (
+            trusted
+            or ns in self.storage.namespaces()
+            or any(ns == scope_ns for r in self.auth.list_tokens() for scope_ns, _ in r.scopes)
         )
         if not known:
             raise RepoNotFound(f"Organization {ns} not found")
-        return JSONResponse({
-            "name": ns, "fullname": ns, "avatarUrl": "", "type": "org", "isVerified": False,
-            "trustedKernelPublisher": trusted,
-        })
+        return JSONResponse(
+            {
+                "name": ns,
+                "fullname": ns,
+                "avatarUrl": "",
+                "type": "org",
+                "isVerified": False,
+                "trustedKernelPublisher": trusted,
+            }
+        )
 
     async def validate_yaml(self, request: Request) -> Response:
         body = await self.json_body(request)
@@ -245,10 +270,21 @@ class Hub:
                     s["lfs"] = {"sha256": e.lfs.oid, "size": e.lfs.size, "pointerSize": e.lfs.pointer_size}
             siblings.append(s)
         return {
-            "_id": rid.id, "id": rid.id, "modelId": rid.id, "author": rid.namespace, "sha": commit,
-            "lastModified": info.date, "createdAt": meta.created_at, "private": meta.private,
-            "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [],
-            "siblings": siblings, "usedStorage": sum(e.size for e in repo.list_tree(commit, recursive=True)),
+            "_id": rid.id,
+            "id": rid.id,
+            "modelId": rid.id,
+            "author": rid.namespace,
+            "sha": commit,
+            "lastModified": info.date,
+            "createdAt": meta.created_at,
+            "private": meta.private,
+            "gated": False,
+            "disabled": False,
+            "downloads": 0,
+            "likes": 0,
+            "tags": [],
+            "siblings": siblings,
+            "usedStorage": sum(e.size for e in repo.list_tree(commit, recursive=True)),
         }
 
     async def repo_info(self, request: Request) -> Response:
@@ -301,7 +337,9 @@ class Hub:
         if start + size < len(entries):
             # The next page names the commit, not the branch: pages stay consistent
             # even if the branch moves between two requests.
-            query = urlencode({"recursive": str(recursive).lower(), "expand": str(expand).lower(), "cursor": start + size})
+            query = urlencode(
+                {"recursive": str(recursive).lower(), "expand": str(expand).lower(), "cursor": start + size}
+            )
             suffix = "/" + quote(path, safe="") if path else ""
             url = f"{self.base(request)}/api/{rid.type}s/{rid.id}/tree/{commit}{suffix}?{query}"
             headers["Link"] = f'<{url}>; rel="next"'
@@ -334,11 +372,18 @@ class Hub:
         repo = self.open_read(request, self._rid(request))
         commit = repo.resolve(self.rev_param(request))
         history = await anyio.to_thread.run_sync(repo.log, commit)
-        return JSONResponse([
-            {"id": c.id, "title": c.title, "message": c.message.split("\n", 1)[1].strip() if "\n" in c.message else "",
-             "authors": [{"user": c.author}], "date": c.date}
-            for c in history
-        ])
+        return JSONResponse(
+            [
+                {
+                    "id": c.id,
+                    "title": c.title,
+                    "message": c.message.split("\n", 1)[1].strip() if "\n" in c.message else "",
+                    "authors": [{"user": c.author}],
+                    "date": c.date,
+                }
+                for c in history
+            ]
+        )
 
     # -- writing -------------------------------------------------------------------
     async def create_branch(self, request: Request) -> Response:
@@ -408,7 +453,7 @@ class Hub:
                 item = json.loads(line)
                 key, value = item["key"], item["value"]
             except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
-                raise BadRequest("commit body must be NDJSON lines {\"key\": ..., \"value\": {...}}") from None
+                raise BadRequest('commit body must be NDJSON lines {"key": ..., "value": {...}}') from None
             if not isinstance(value, dict):
                 raise BadRequest(f"'{key}' value must be an object")
             if key == "header":
@@ -464,14 +509,27 @@ class Hub:
         parent = header.get("parentCommit")
         if parent is not None and not paths.is_commit_id(str(parent)):
             raise BadRequest(f"parentCommit {parent!r} is not a commit id")
-        sha = await anyio.to_thread.run_sync(lambda: repo.commit(
-            branch, operations, summary=summary, description=str(description), parent=parent, author=who.user,
-        ))
+        sha = await anyio.to_thread.run_sync(
+            lambda: repo.commit(
+                branch,
+                operations,
+                summary=summary,
+                description=str(description),
+                parent=parent,
+                author=who.user,
+            )
+        )
         log.info("%s: %s -> %s (%d operations)", rid, branch, sha[:12], len(operations))
-        return JSONResponse({
-            "success": True, "commitOid": sha, "commitMessage": summary, "hookOutput": "",
-            "commitUrl": f"{self.base(request)}/{rid.url_prefix}{rid.id}/commit/{sha}", "pullRequestUrl": None,
-        })
+        return JSONResponse(
+            {
+                "success": True,
+                "commitOid": sha,
+                "commitMessage": summary,
+                "hookOutput": "",
+                "commitUrl": f"{self.base(request)}/{rid.url_prefix}{rid.id}/commit/{sha}",
+                "pullRequestUrl": None,
+            }
+        )
 
     async def xet_token(self, request: Request) -> Response:
         raise NotImplementedByHub(XET_MESSAGE)
@@ -501,14 +559,22 @@ class Hub:
         base = f"{self.base(request)}/{rid.url_prefix}{rid.id}.git/info/lfs/objects"
         objects = []
         for obj in body["objects"]:
-            oid, size = obj.get("oid") if isinstance(obj, dict) else None, obj.get("size") if isinstance(obj, dict) else None
+            oid, size = (
+                obj.get("oid") if isinstance(obj, dict) else None,
+                obj.get("size") if isinstance(obj, dict) else None,
+            )
             try:
                 oid = paths.sha256_hex(oid)
                 if not isinstance(size, int) or not 0 <= size <= MAX_LFS_OBJECT:
                     raise BadRequest(f"size must be an integer between 0 and {MAX_LFS_OBJECT}")
             except BadRequest as exc:
-                objects.append({"oid": str(oid), "size": size if isinstance(size, int) else 0,
-                                "error": {"code": 422, "message": exc.message}})
+                objects.append(
+                    {
+                        "oid": str(oid),
+                        "size": size if isinstance(size, int) else 0,
+                        "error": {"code": 422, "message": exc.message},
+                    }
+                )
                 continue
             entry: dict = {"oid": oid, "size": size, "authenticated": True}
             present = repo.lfs.has(oid, size)
@@ -522,12 +588,15 @@ class Hub:
             elif operation == "download":
                 if present:
                     auth = request.headers.get("authorization")
-                    entry["actions"] = {"download": {"href": f"{base}/{oid}", **({"header": {"Authorization": auth}} if auth else {})}}
+                    entry["actions"] = {
+                        "download": {"href": f"{base}/{oid}", **({"header": {"Authorization": auth}} if auth else {})}
+                    }
                 else:
                     entry["error"] = {"code": 404, "message": "Object does not exist"}
             objects.append(entry)
-        return JSONResponse({"transfer": "basic", "objects": objects, "hash_algo": "sha256"},
-                            media_type="application/vnd.git-lfs+json")
+        return JSONResponse(
+            {"transfer": "basic", "objects": objects, "hash_algo": "sha256"}, media_type="application/vnd.git-lfs+json"
+        )
 
     async def lfs_put(self, request: Request) -> Response:
         rid = self._lfs_rid(request)
@@ -581,10 +650,16 @@ class Hub:
             target = repo.lfs.path(entry.lfs.oid)
             if not target.is_file():
                 raise LfsObjectMissing(f"the LFS object of '{path}' is missing from this hub's store")
-            headers.update({"ETag": f'"{entry.lfs.oid}"', "X-Linked-Etag": f'"{entry.lfs.oid}"',
-                            "X-Linked-Size": str(entry.lfs.size)})
-            return LfsFileResponse(target, media_type="application/octet-stream", headers=headers,
-                                   filename=path.rsplit("/", 1)[-1])
+            headers.update(
+                {
+                    "ETag": f'"{entry.lfs.oid}"',
+                    "X-Linked-Etag": f'"{entry.lfs.oid}"',
+                    "X-Linked-Size": str(entry.lfs.size),
+                }
+            )
+            return LfsFileResponse(
+                target, media_type="application/octet-stream", headers=headers, filename=path.rsplit("/", 1)[-1]
+            )
         headers["ETag"] = f'"{entry.oid}"'
         if request.method == "HEAD":
             headers["Content-Length"] = str(entry.size)
@@ -619,6 +694,10 @@ def routes(hub: Hub) -> list[RawRoute]:
         RawRoute(rf"{lfs}/verify", hub.lfs_verify, ("POST",)),
         RawRoute(rf"{lfs}/(?P<oid>[0-9a-f]{{64}})", hub.lfs_put, ("PUT",)),
         RawRoute(rf"{lfs}/(?P<oid>[0-9a-f]{{64}})", hub.lfs_get, ("GET",)),
-        RawRoute(rf"/(?P<kind>kernels/)(?P<ns>{seg})/(?P<name>{seg})/resolve/(?P<rev>{seg})/(?P<path>.+)", hub.resolve, ("GET",)),
+        RawRoute(
+            rf"/(?P<kind>kernels/)(?P<ns>{seg})/(?P<name>{seg})/resolve/(?P<rev>{seg})/(?P<path>.+)",
+            hub.resolve,
+            ("GET",),
+        ),
         RawRoute(rf"/(?P<ns>{seg})/(?P<name>{seg})/resolve/(?P<rev>{seg})/(?P<path>.+)", hub.resolve, ("GET",)),
     ]

@@ -13,9 +13,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import uvicorn
 
@@ -36,7 +36,7 @@ class RootLock:
         self.path = Path(root) / "server.lock"
         self._file = None
 
-    def acquire(self) -> "RootLock":
+    def acquire(self) -> RootLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         f = open(self.path, "a+")
         try:
@@ -101,8 +101,11 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise HubError(f"cannot listen on {host}:{port}: {exc.strerror}", hint="pick another --port (0 = any free port)",
-                       code="HUB_BIND") from None
+        raise HubError(
+            f"cannot listen on {host}:{port}: {exc.strerror}",
+            hint="pick another --port (0 = any free port)",
+            code="HUB_BIND",
+        ) from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
@@ -125,8 +128,15 @@ def uvicorn_server(hub: Hub) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-def serve(root: Path, *, host: str = "127.0.0.1", port: int = 8000, admin_token: str | None = None,
-          trusted_namespaces=(), on_ready: Callable[[str, Prepared], None] | None = None) -> None:
+def serve(
+    root: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    admin_token: str | None = None,
+    trusted_namespaces=(),
+    on_ready: Callable[[str, Prepared], None] | None = None,
+) -> None:
     prepared = prepare(root, admin_token=admin_token, trusted_namespaces=trusted_namespaces)
     try:
         sock = bind(host, port)
@@ -149,8 +159,15 @@ class EmbeddedHub:
     at start and revoked at stop, so no usable token stays on disk.
     """
 
-    def __init__(self, root: Path, *, host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
-                 trusted_namespaces=()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        admin_token: str | None = None,
+        trusted_namespaces=(),
+    ) -> None:
         self.root = Path(root)
         self.host = host
         self.port = port
@@ -172,7 +189,7 @@ class EmbeddedHub:
             raise HubError("the embedded hub is not started")
         return self._prepared.hub.auth
 
-    def start(self) -> "EmbeddedHub":
+    def start(self) -> EmbeddedHub:
         if self._thread is not None:
             return self
         prepared = prepare(self.root, admin_token=self._given_token, trusted_namespaces=self.trusted_namespaces)
@@ -180,13 +197,15 @@ class EmbeddedHub:
         try:
             if not self._given_token:
                 self._session_token = prepared.hub.auth.create_token(
-                    "*", "write", user="admin", name="embedded-session", admin=True)
+                    "*", "write", user="admin", name="embedded-session", admin=True
+                )
             sock = bind(self.host, self.port)
             self.endpoint = endpoint_of(sock)
             self.port = sock.getsockname()[1]
             self._server = uvicorn_server(prepared.hub)
-            self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                            name=f"hub-{self.port}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._server.run, kwargs={"sockets": [sock]}, name=f"hub-{self.port}", daemon=True
+            )
             self._thread.start()
             deadline = time.monotonic() + 30
             while not self._server.started:
@@ -211,7 +230,7 @@ class EmbeddedHub:
             self._prepared.lock.release()
         self._server = self._thread = self._prepared = None
 
-    def __enter__(self) -> "EmbeddedHub":
+    def __enter__(self) -> EmbeddedHub:
         return self.start()
 
     def __exit__(self, *exc) -> None:

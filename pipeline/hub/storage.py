@@ -31,10 +31,10 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import git
 import gitdb
@@ -208,7 +208,7 @@ class Storage:
     def exists(self, rid: RepoId) -> bool:
         return (self.repo_dir(rid) / "hub.json").is_file()
 
-    def open(self, rid: RepoId) -> "Repository":
+    def open(self, rid: RepoId) -> Repository:
         if not self.exists(rid):
             raise RepoNotFound(f"Repository Not Found for {rid.type} {rid.id}")
         return Repository(self, rid)
@@ -236,7 +236,7 @@ class Storage:
         return sorted(p for p in self.repos_dir.glob("*s/*/*.git") if (p / "hub.json").is_file())
 
     # -- create / delete -------------------------------------------------------
-    def create(self, rid: RepoId, *, private: bool, author: str) -> "Repository":
+    def create(self, rid: RepoId, *, private: bool, author: str) -> Repository:
         final = self.repo_dir(rid)
         if self.exists(rid):
             raise Conflict(f"You already created this {rid.type} repo: {rid.id}")
@@ -247,7 +247,13 @@ class Storage:
                 cfg.set_value("core", "logAllRefUpdates", "true")  # reflog: what recover() rolls back to
                 cfg.set_value("core", "fsync", "reference")
                 cfg.set_value("gc", "auto", "0")
-            meta = {"type": rid.type, "id": rid.id, "private": bool(private), "created_at": _now_iso(), "author": author}
+            meta = {
+                "type": rid.type,
+                "id": rid.id,
+                "private": bool(private),
+                "created_at": _now_iso(),
+                "author": author,
+            }
             atomic_write_text(tmp / "hub.json", json.dumps(meta, indent=2))
             staged = Repository(self, rid, directory=tmp)
             # The Hub starts every repository with one commit on main.
@@ -337,7 +343,8 @@ class Repository:
     # -- refs --------------------------------------------------------------------
     def branches(self) -> list[tuple[str, str]]:
         return sorted(
-            (h.name, git.SymbolicReference.dereference_recursive(self.git, h.path)) for h in git.Head.list_items(self.git)
+            (h.name, git.SymbolicReference.dereference_recursive(self.git, h.path))
+            for h in git.Head.list_items(self.git)
         )
 
     def tags(self) -> list[tuple[str, str]]:
@@ -461,8 +468,15 @@ class Repository:
             if key == "author":
                 author = value.split(" <", 1)[0]
         date = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        return CommitInfo(id=sha, title=body.split("\n", 1)[0], message=body, author=author, date=date,
-                          parents=tuple(parents), tree=tree)
+        return CommitInfo(
+            id=sha,
+            title=body.split("\n", 1)[0],
+            message=body,
+            author=author,
+            date=date,
+            parents=tuple(parents),
+            tree=tree,
+        )
 
     def log(self, sha: str, limit: int = 1000) -> list[CommitInfo]:
         out = []
@@ -578,8 +592,9 @@ class Repository:
 
         return bin_to_hex(write(nested)).decode()
 
-    def _write_commit(self, tree: str, parents: list[str], summary: str, description: str,
-                      author: str, written: list[bytes]) -> str:
+    def _write_commit(
+        self, tree: str, parents: list[str], summary: str, description: str, author: str, written: list[bytes]
+    ) -> str:
         ident = f"{author or 'anonymous'} <{author or 'anonymous'}@hub.local> {int(time.time())} +0000"
         message = summary.strip() or "commit"
         if description.strip():
@@ -605,8 +620,16 @@ class Repository:
                 raise RevisionNotFound(f"Invalid rev id: {branch}")
             self.git.git.update_ref("-d", f"refs/heads/{branch}", head)
 
-    def commit(self, branch: str, operations: Sequence[Operation], *, summary: str, description: str = "",
-               parent: str | None = None, author: str = "") -> str:
+    def commit(
+        self,
+        branch: str,
+        operations: Sequence[Operation],
+        *,
+        summary: str,
+        description: str = "",
+        parent: str | None = None,
+        author: str = "",
+    ) -> str:
         """Apply `operations` on top of `branch` and move the branch, atomically.
 
         Refused with StaleParent when `parent` is given and is not the head."""
@@ -647,7 +670,9 @@ class Repository:
             tree = self._write_tree_from_flat(flat, written)
             commit = self._write_commit(tree, [head], summary, description, author, written)
             self._fsync_objects(written)
-            self._update_ref(f"refs/heads/{branch}", commit, head, f"commit: {summary.splitlines()[0] if summary else ''}")
+            self._update_ref(
+                f"refs/heads/{branch}", commit, head, f"commit: {summary.splitlines()[0] if summary else ''}"
+            )
             return commit
 
     @staticmethod

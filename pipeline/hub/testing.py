@@ -36,13 +36,27 @@ class ServerProcess:
         self.endpoint = ""
         self.log_lines: list[str] = []
 
-    def start(self, timeout: float = 60) -> "ServerProcess":
-        cmd = [sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(self.root), "--port", "0",
-               "--token", self.token, "--log-level", self.log_level]
+    def start(self, timeout: float = 60) -> ServerProcess:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "hub",
+            "serve",
+            "--root",
+            str(self.root),
+            "--port",
+            "0",
+            "--token",
+            self.token,
+            "--log-level",
+            self.log_level,
+        ]
         for ns in self.trust:
             cmd += ["--trust", ns]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=subprocess_env(), cwd=REPO_ROOT)
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(), cwd=REPO_ROOT
+        )
         # Drain stderr on a thread: a full pipe would block the server's logging.
         threading.Thread(target=self._drain, daemon=True).start()
         deadline = time.monotonic() + timeout
@@ -94,7 +108,7 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self.start()
 
     def __exit__(self, *exc) -> None:

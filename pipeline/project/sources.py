@@ -124,7 +124,8 @@ def _near_file(root: Path, rel: str) -> str:
     return ""
 
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|import)[ \t]*"([^"\n]+)"', re.M)
+# "quoted" includes search the including file's folder first; <angled> ones only the -I dirs.
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|import)[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.M)
 
 
 def read_source(path: Path) -> str:
@@ -135,9 +136,10 @@ def read_source(path: Path) -> str:
 
 
 def check_headers(sink: Sink, p: KernelProject, index: _SrcIndex, sources: dict[str, str], tree: Tree) -> None:
-    """Quoted #includes resolved the way the compiler does (the including file's
-    folder, then the kernel's include dirs, then csrc/); one that lands on a
-    project file no src list names is missing from the nix build's source set."""
+    """#includes resolved the way the compiler does ("quoted": the including
+    file's folder first; then the kernel's include dirs and csrc/); one that
+    lands on a project file no src list names is missing from the nix build's
+    source set."""
     root = str(p.root)
     is_file_cache: dict[str, bool] = {}
 
@@ -151,11 +153,11 @@ def check_headers(sink: Sink, p: KernelProject, index: _SrcIndex, sources: dict[
         body = sources.get(rel)
         if not body or "#" not in body:
             continue
-        search = [os.path.dirname(rel)] + [norm_rel(i) for i in includes] + ["csrc"]
+        include_dirs = [norm_rel(i) for i in includes] + ["csrc"]
         for m in _INCLUDE.finditer(body):
-            target = m.group(1)
+            target = m.group(1) or m.group(2)
             found = None
-            for base in search:
+            for base in ([os.path.dirname(rel)] if m.group(1) else []) + include_dirs:
                 candidate = norm_rel(os.path.join(base, target))
                 if is_file(candidate):
                     found = candidate

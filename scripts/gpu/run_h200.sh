@@ -42,12 +42,16 @@ if [ "${TUNE:-0}" = 1 ]; then
   NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   # One binary per compile-time knob setting (W_IN_REGS_MAX MIN_BLOCKS), built in parallel.
   KNOBS=${TUNE_KNOBS:-"4_1 0_1 4_2 0_2"}
+  pids=()
   for k in $KNOBS; do
-    $NVCC -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I$KERNEL/rmsnorm_cuda \
+    timeout 300 $NVCC -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I$KERNEL/rmsnorm_cuda \
       -DRMSNORM_W_IN_REGS_MAX=${k%_*} -DRMSNORM_MIN_BLOCKS=${k#*_} $KERNEL/benchmarks/tune/tune_rmsnorm.cu -o /tmp/tune_$k &
+    pids+=($!)
   done
-  wait
-  for k in $KNOBS; do /tmp/tune_$k >> "$OUT/tune.txt" 2>&1; done
+  # Wait for these compiles only: a bare `wait` would also wait for the
+  # `tee` process substitution above, which never ends (a 10-minute hang, seen).
+  wait "${pids[@]}"
+  for k in $KNOBS; do timeout 180 stdbuf -oL /tmp/tune_$k >> "$OUT/tune.txt" 2>&1; done
   grep -E "^(copy|BEST|FLUSH|knobs)|MISMATCH" "$OUT/tune.txt"
 fi
 

@@ -322,24 +322,17 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       c.vpt = 1;
     } else {
       c.kind = 0;
-      // Default: 4 vectors (64 bytes) per thread in flight, whole warps per
-      // row; fewer vectors per thread (more threads) when the rows alone
-      // would not put ~128K threads on the device; one row per block unless
-      // a row is a single warp.
+      // 4 vectors (64 bytes) per thread in flight, whole warps per row (as
+      // few idle lanes as possible: 3072 bf16 = 384 vectors = 96 threads of
+      // 4), ~128 threads per block. These are the defaults the recorded H200
+      // run measured; benchmarks/NOTES.md lists what the sweep suggests next.
       int vpt = force_vpt;
-      if (vpt == 0) {
-        vpt = nvec <= 32 ? 1 : (nvec <= 64 ? 2 : (nvec <= 2048 ? 4 : 8));
-        while (vpt > 1 && rows * (int64_t)round_up_32((nvec + vpt - 1) / vpt) < 131072 &&
-               round_up_32((nvec + vpt / 2 - 1) / (vpt / 2)) <= 512)
-          vpt /= 2;
-      }
-      // Whole warps, as few idle lanes as possible (3072 bf16 = 384 vectors:
-      // 96 threads of 4).
+      if (vpt == 0) vpt = nvec <= 32 ? 1 : (nvec <= 64 ? 2 : (nvec <= 4096 ? 4 : 8));
       int tx = force_tx ? force_tx : round_up_32((nvec + vpt - 1) / vpt);
       if (tx < 32) tx = 32;
       if ((int64_t)tx * vpt < nvec) tx = round_up_32((nvec + vpt - 1) / vpt);  // a forced tx too small
       if (tx > 512) { tx = round_up_32((nvec + 7) / 8); vpt = 8; }
-      int ty = force_ty ? force_ty : (tx == 32 ? 4 : 1);
+      int ty = force_ty ? force_ty : (tx >= 128 ? 1 : 128 / tx);
       if (tx * ty > 512) ty = 512 / tx;
       c.vpt = vpt;
       c.tx = tx;
