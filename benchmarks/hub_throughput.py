@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,6 +96,16 @@ def main() -> int:
             identical = sha256_file(Path(got)) == big_sha
             Path(got).unlink()
 
+            # The same GET with curl: what the server delivers without the Python client's own costs.
+            curl_s = None
+            if shutil.which("curl"):
+                t = time.perf_counter()
+                subprocess.run(
+                    ["curl", "-sf", "-o", os.devnull, f"{server.endpoint}/kernels/bench/big/resolve/main/big.bin"],
+                    check=True,
+                )
+                curl_s = time.perf_counter() - t
+
             # A kernel repo with two variants; the clients fetch one.
             src = tmp / "kernel"
             variant = "torch213-cxx11-cpu-x86_64-linux"
@@ -154,6 +166,11 @@ def main() -> int:
         f"download {args.size_mb} MiB  {download_s:6.2f} s  {mb / download_s:7.1f} MB/s"
         f"  (hf_hub_download)  byte-identical: {identical}"
     )
+    if curl_s is not None:
+        print(
+            f"download {args.size_mb} MiB  {curl_s:6.2f} s  {mb / curl_s:7.1f} MB/s"
+            "  (curl GET of the same URL, to /dev/null)"
+        )
     print(
         f"server peak RSS: start {rss_start / 1024:.0f} MiB, after upload {rss_after_upload / 1024:.0f} MiB, "
         f"after download {rss_after_download / 1024:.0f} MiB, end {rss_end / 1024:.0f} MiB"

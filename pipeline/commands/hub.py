@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from pipeline.console import Output
+from pipeline.errors import HubError
 
 HELP = "the embedded Kernel Hub (hub serve)"
 DESCRIPTION = """\
@@ -108,9 +109,17 @@ def run(args: argparse.Namespace, output: Output) -> int:
         args._hub_parser.print_help()
         return 2
     root = (args.root or _default_root()).expanduser()
-    if command == "serve":
-        return _serve(args, root, output)
-    auth = AuthStore(root)
+    try:
+        if command == "serve":
+            return _serve(args, root, output)
+        return _administer(args, command, AuthStore(root), output)
+    except OSError as exc:
+        raise HubError(
+            f"cannot use {root}: {exc.strerror or exc}", hint="give a writable --root", path=str(root)
+        ) from None
+
+
+def _administer(args: argparse.Namespace, command: str, auth, output: Output) -> int:
     if command == "token":
         token = auth.create_token(args.namespace, args.scope, user=args.user)
         if output.json_mode:

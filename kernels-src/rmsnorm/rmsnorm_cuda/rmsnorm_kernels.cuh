@@ -25,8 +25,12 @@
 #ifndef RMSNORM_W_IN_REGS_MAX
 #define RMSNORM_W_IN_REGS_MAX 4  // hold the weight in registers up to this VPT
 #endif
-#ifndef RMSNORM_MIN_BLOCKS
-#define RMSNORM_MIN_BLOCKS 1  // __launch_bounds__ min blocks of 512 threads per SM
+// rows_reg's __launch_bounds__: 512 threads, and optionally a minimum number
+// of resident blocks per SM (caps registers; unset by default).
+#ifdef RMSNORM_MIN_BLOCKS
+#define RMSNORM_REG_BOUNDS __launch_bounds__(512, RMSNORM_MIN_BLOCKS)
+#else
+#define RMSNORM_REG_BOUNDS __launch_bounds__(512)
 #endif
 
 namespace rmsnorm {
@@ -140,7 +144,7 @@ __device__ __forceinline__ float group_sum(float v, int tx, int ty, int TX, floa
 // The weight is held in registers across rows when VPT <= 4 (it costs as many
 // registers as the row itself); at VPT 8 it is re-read per row through L1.
 template <typename T, int VPT, bool FUSED>
-__global__ void __launch_bounds__(512, RMSNORM_MIN_BLOCKS) rows_reg(Params<T> p) {
+__global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
   constexpr bool W_IN_REGS = VPT <= RMSNORM_W_IN_REGS_MAX;

@@ -88,7 +88,11 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&g_flush, g_flush_bytes));
   CK(cudaMemset(g_flush, 1, g_flush_bytes));
   CK(cudaMalloc(&g_sink, 8));
+  #ifdef RMSNORM_MIN_BLOCKS
   printf("knobs W_IN_REGS_MAX=%d MIN_BLOCKS=%d\n", RMSNORM_W_IN_REGS_MAX, RMSNORM_MIN_BLOCKS);
+#else
+  printf("knobs W_IN_REGS_MAX=%d MIN_BLOCKS=unset\n", RMSNORM_W_IN_REGS_MAX);
+#endif
   const size_t max_elems = size_t(32768) * 4096;
   T *x, *r, *o, *ro, *w, *ref;
   CK(cudaMalloc(&x, max_elems * 2)); CK(cudaMalloc(&r, max_elems * 2)); CK(cudaMalloc(&o, max_elems * 2));
