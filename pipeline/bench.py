@@ -296,13 +296,20 @@ def run_bench(build_dir: Path, project_root: Path | None = None, *, reps: int = 
 
 
 def _load(results_json) -> dict:
+    path = None
     if isinstance(results_json, dict):
-        return results_json
-    path = Path(results_json)
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="B008") from None
+        data = results_json
+    else:
+        path = Path(results_json)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="B008") from None
+    missing = [k for k in ("device", "torch", "variant", "method", "copy_bandwidth_gbs", "results") if k not in data]
+    if missing or not isinstance(data.get("results"), list):
+        raise BenchError(f"not a `pipeline bench` results file (missing {', '.join(missing) or 'results'})",
+                         path=str(path) if path else None, code="B009")
+    return data
 
 
 def markdown_table(results_json) -> str:

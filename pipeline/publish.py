@@ -20,11 +20,10 @@ import contextlib
 import hashlib
 import io
 import os
-import shutil
 import socket
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Literal, Protocol
 

@@ -139,3 +139,11 @@ def test_bench_cli_on_cpu_build(tmp_path):
     assert [r["name"] for r in data["results"]] == ["rms_norm/128x4096"]
     assert (tmp_path / "r.png").stat().st_size > 0
     assert "rms_norm" in (tmp_path / "r.md").read_text()
+
+
+def test_markdown_table_refuses_other_json(tmp_path):
+    path = tmp_path / "smoke.json"
+    path.write_text(json.dumps({"kernel": "x", "results": []}))
+    with pytest.raises(BenchError) as exc:
+        bench.markdown_table(path)
+    assert exc.value.code == "B009"

@@ -28,13 +28,14 @@ def cuda_python() -> str | None:
     return candidate if candidate and Path(candidate).exists() else None
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+def _env() -> dict[str, str]:
+    # The default object cache (~/.cache/kernel-pipeline): a rerun on the same
+    # checkout reuses the compiled library; a fresh checkout compiles.
     env = dict(os.environ)
     env.update({
         "PYTHONPATH": str(REPO),
         "CUDA_HOME": os.environ.get("CUDA_HOME", "/usr/local/cuda"),
         "MAX_JOBS": os.environ.get("MAX_JOBS", "2"),
-        "PIPELINE_CACHE_DIR": str(tmp_path / "cache"),
         "PYTHONDONTWRITEBYTECODE": "1",
     })
     return env
@@ -48,7 +49,7 @@ def test_rmsnorm_cuda_variant_compiles_links_and_registers_its_ops(tmp_path):
         pytest.skip("cuda_build: no CUDA torch interpreter (set PIPELINE_CUDA_PYTHON)")
     if not RMSNORM.is_dir():
         pytest.skip("kernels-src/rmsnorm is not there yet")
-    env = _env(tmp_path)
+    env = _env()
     if not Path(env["CUDA_HOME"], "bin", "nvcc").exists():
         pytest.skip(f"cuda_build: no nvcc in CUDA_HOME={env['CUDA_HOME']}")
     host = subprocess.run([python, "-c", "from pipeline.matrix import host_variant; print(host_variant().name)"],
@@ -80,7 +81,6 @@ def test_rmsnorm_cuda_variant_compiles_links_and_registers_its_ops(tmp_path):
     assert info["module"] == built["kernel_id"]
     assert info["ops"], "the library registered no ops in its namespace"
 
-    if (REPO / "pipeline" / "bundle.py").exists():
-        check = subprocess.run([python, "-m", "pipeline", "check", str(out), "--json"], capture_output=True,
-                               text=True, env=env, timeout=600)
-        assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-2000:]
+    bundle = pytest.importorskip("pipeline.bundle")  # the check needs no CUDA: this interpreter
+    report = bundle.check_bundle(out)
+    assert report.ok, [p.format() for p in report.problems]

@@ -308,3 +308,21 @@ def test_each_request_is_logged(env, caplog):
     (record,) = [r for r in caplog.records if r.name == "pipeline.hub.access"]
     method, path, status, ms = record.getMessage().split()
     assert (method, path, status) == ("GET", "/api/kernels/org/missing", "404") and ms.endswith("ms")
+
+
+def test_lfs_download_batch_and_delete_repo(env):
+    env.create()
+    data = b"\x00binary" * 1000
+    oid = hashlib.sha256(data).hexdigest()
+    up = {"operation": "upload", "objects": [{"oid": oid, "size": len(data)}]}
+    href = env.client.post("/kernels/org/k.git/info/lfs/objects/batch", json=up, headers=env.h(env.writer)).json()
+    assert env.client.put(href["objects"][0]["actions"]["upload"]["href"], content=data).status_code == 200
+    down = {"operation": "download", "objects": [{"oid": oid, "size": len(data)}, {"oid": "d" * 64, "size": 1}]}
+    objects = env.client.post("/kernels/org/k.git/info/lfs/objects/batch", json=down).json()["objects"]
+    assert objects[1]["error"]["code"] == 404
+    assert env.client.get(objects[0]["actions"]["download"]["href"]).content == data
+    body = {"name": "k", "organization": "org", "type": "kernel"}
+    assert env.client.request("DELETE", "/api/repos/delete", json=body, headers=env.h(env.reader)).status_code == 403
+    assert env.client.request("DELETE", "/api/repos/delete", json=body, headers=env.h(env.writer)).status_code == 200
+    assert env.client.get("/api/kernels/org/k").status_code == 404
+    assert env.create().status_code == 200  # the name is free again

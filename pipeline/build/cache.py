@@ -3,7 +3,7 @@
 Objects and the ninja state live outside the project and outside `build/`
 (which must hold only variant directories): `$PIPELINE_CACHE_DIR`, else
 `$XDG_CACHE_HOME/kernel-pipeline`, else `~/.cache/kernel-pipeline`, one
-directory per (project, output directory, variant).
+directory per (project, variant).
 
 The stamp records two keys: the compile key (every compiled input's sha256,
 the flags and capabilities asked for, torch's version and location, the
@@ -34,8 +34,9 @@ def cache_root() -> Path:
     return Path(base) / "kernel-pipeline"
 
 
-def work_dir(project_root: Path, out: Path, variant: str) -> Path:
-    ident = f"{Path(project_root).resolve()}\0{Path(out).resolve()}\0{variant}"
+def work_dir(project_root: Path, variant: str) -> Path:
+    """One per (project, variant): building to another output directory reuses the objects."""
+    ident = f"{Path(project_root).resolve()}\0{variant}"
     digest = hashlib.sha256(ident.encode()).hexdigest()[:20]
     return cache_root() / "local" / f"{Path(project_root).name}-{variant}-{digest}"
 
@@ -83,6 +84,7 @@ class Stamp:
     deps: list[str] = field(default_factory=list)  # project files the compiler read (ninja -t deps)
     output: dict[str, str] = field(default_factory=dict)  # sha256 of each file of the variant dir
     library: str = ""  # the linked library in the work dir
+    out: str = ""  # the variant directory `output` describes
 
     @classmethod
     def read(cls, work: Path) -> "Stamp":

@@ -522,14 +522,14 @@ def build_local(project: "KernelProject", out: Path, *, variant: str | None, pro
     plan = make_plan(project, target, out, info, unique_id)
     for warning in plan.warnings:
         progress(BuildEvent("warning", warning))
-    work = cache.work_dir(project.root, out, target.name)
+    work = cache.work_dir(project.root, target.name)
     stamp = cache.Stamp.read(work)
     final = out / target.name
     ckey = compile_key(project, plan, stamp.deps)
     pkey = package_key(project, plan)
     library = work / f"{plan.kernel_id}.abi3.so"
     if (stamp.compile_key == ckey and stamp.package_key == pkey and stamp.output
-            and cache.tree_hashes(final) == stamp.output):
+            and stamp.out == str(final.resolve()) and cache.tree_hashes(final) == stamp.output):
         progress(BuildEvent("step", f"{target.name} is up to date ({plan.kernel_id})"))
         return BuildResult(variants=(BuiltVariant(target, final, plan.kernel_id, True,
                                                   time.monotonic() - started),), backend="local", out=out)
@@ -563,6 +563,7 @@ def build_local(project: "KernelProject", out: Path, *, variant: str | None, pro
     stamp.compile_key, stamp.package_key = ckey, pkey
     stamp.library = library.name
     stamp.output = cache.tree_hashes(final)
+    stamp.out = str(final.resolve())
     stamp.write(work)
     return BuildResult(variants=(BuiltVariant(target, final, plan.kernel_id, False, time.monotonic() - started),),
                        backend="local", out=out)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from pipeline.errors import PipelineError, PublishError, VerifyError
+from pipeline.errors import PublishError, VerifyError
 
 HELP = "validate, build, check, smoke, upload to the Hub, verify"
 DESCRIPTION = """\

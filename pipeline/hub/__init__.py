@@ -6,7 +6,8 @@ unmodified `huggingface_hub` client and `kernels.get_kernel` talk to.
         hub.endpoint, hub.admin_token, hub.create_token("my-org", "read"), hub.client_env()
 
 `python -m pipeline hub serve --root DIR` runs the same server in the foreground.
-Modules: app (ASGI app, routing, access log), routes (the API), storage (bare
+Modules: app (ASGI app, routing, access log), routes (the API), transfer (Git
+LFS uploads and /resolve downloads), storage (bare
 git repositories), lfs (content-addressed LFS store), auth (tokens, scopes,
 trusted namespaces), errors (domain error -> HTTP status + X-Error-Code),
 paths (validation of every client-supplied name), server (running it).

@@ -20,6 +20,8 @@ Endpoints (T = models | kernels; P = "" for models, "kernels/" for kernels):
     POST /P{repo}.git/info/lfs/objects/verify
     GET  /P{repo}.git/info/lfs/objects/{oid}    download (batch "download")
     GET|HEAD /P{repo}/resolve/{rev}/{path}      file bytes, X-Repo-Commit, ETag, X-Linked-*
+
+The Git LFS and /resolve endpoints live in transfer.py (a mixin of Hub).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ class LfsFileResponse(FileResponse):
 
 
 class TransferEndpoints:
+    """Git LFS and /resolve endpoints (mixed into routes.Hub)."""
+
     # -- Git LFS ---------------------------------------------------------------------
     def _lfs_rid(self, request: Request) -> paths.RepoId:
         invalid_params(request)

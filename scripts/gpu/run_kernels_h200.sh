@@ -29,10 +29,14 @@ python3 -c "import torch, kernels; print('torch', torch.__version__, 'cuda', tor
 
 echo "== build (parallel)"
 t0=$(date +%s)
+pids=()
 for k in $KERNELS; do
   python3 -m pipeline build "kernels-src/$k" --backend local --out "/tmp/build-$k" > "/tmp/build-$k.log" 2>&1 &
+  pids+=($!)
 done
-wait
+# Wait for these PIDs only: a bare `wait` also waits for the `tee` process
+# substitution above, which never ends (a first run hung here until killed).
+wait "${pids[@]}"
 for k in $KERNELS; do echo "-- $k"; tail -4 "/tmp/build-$k.log"; done
 echo "build took $(( $(date +%s) - t0 )) s"
 
