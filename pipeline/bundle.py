@@ -270,6 +270,20 @@ def exported_functions(variant: VariantBundle) -> tuple[str, ...]:
     return tuple(n for n in _all_names(variant.path / "__init__.py") if n != "layers")
 
 
+def exported_layers(variant: VariantBundle) -> tuple[str, ...]:
+    """Classes of the `layers` module, when `__all__` exports it (as kernel-builder's card does)."""
+    if "layers" not in _all_names(variant.path / "__init__.py"):
+        return ()
+    for path in (variant.path / "layers" / "__init__.py", variant.path / "layers.py"):
+        if path.is_file():
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, UnicodeDecodeError):
+                return ()
+            return tuple(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+    return ()
+
+
 def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundle:
     from kernels._rust import Digest, DigestValidationError, Metadata
     from kernels.variants import ArchVariant, parse_variant

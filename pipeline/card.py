@@ -1,9 +1,15 @@
 """The kernel card: `README.md` on the Hub repository's `main` branch.
 
-Rendered from `pipeline/templates/card/README.md.j2` (front matter as the Hub
-expects for kernels: `library_name: kernels`, `license`). The card holds no
-timestamps, so publishing an unchanged bundle renders the same bytes and
-makes no commit.
+A kernel project's own `CARD.md` is its card template, as with kernel-builder
+(`kernel-builder/src/card.rs`): it is rendered with the same variables
+(`repo_id`, `version`, `functions`, `layers`, `has_benchmark`, `upstream`,
+`source`, `license`). The pipeline's part follows it, from
+`pipeline/templates/card/generated.md.j2`: the published variants with their
+torch/backend/platform/archs, the benchmark table when results exist, and
+provenance (including a `--force`). A project without CARD.md gets
+`README.md.j2`, which has the Hub's front matter (`library_name: kernels`,
+`license`) and a usage section. No timestamps: publishing an unchanged bundle
+renders the same bytes and makes no commit.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from pipeline import __version__
 
 TEMPLATE_DIR = Path(__file__).parent / "templates" / "card"
 TEMPLATE = "README.md.j2"
+GENERATED = "generated.md.j2"
+PROJECT_TEMPLATE = "CARD.md"
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,9 @@ class Card:
     builders: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
     forced: tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
+    has_benchmark: bool = False
+    template: str | None = None  # the project's CARD.md, if it has one
     pipeline_version: str = field(default=__version__)
 
     @property
@@ -76,19 +87,42 @@ def variant_from_name(name: str, metadata: dict | None = None) -> CardVariant:
                        backend=str(backend.get("type", "")).lower() or None)
 
 
-def render_card(card: Card) -> str:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined, autoescape=False,
-    )
-    text = env.get_template(TEMPLATE).render(
+def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    # trim_blocks as kernel-builder's minijinja environment; lstrip_blocks so
+    # indented tags leave no stray spaces.
+    return jinja2.Environment(loader=loader, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                              undefined=jinja2.ChainableUndefined, autoescape=False)
+
+
+def _context(card: Card) -> dict:
+    return dict(
         repo_id=card.repo_id, namespace=card.repo_id.split("/")[0], name=card.name, version=card.version,
-        license=card.license, functions=list(card.functions), variants=sorted(card.variants, key=lambda v: v.name),
-        description=card.description, benchmark_table=card.benchmark_table,
-        kernel_commit=card.kernel_commit, dirty=card.dirty, builders=list(card.builders), checks=list(card.checks),
-        forced=list(card.forced), pipeline_version=card.pipeline_version, backends=list(card.backends),
+        license=(card.license or "").lower() or None, functions=list(card.functions) or None,
+        layers=list(card.layers) or None, has_benchmark=card.has_benchmark, upstream=None, source=None,
+        variants=sorted(card.variants, key=lambda v: v.name), description=card.description,
+        benchmark_table=card.benchmark_table, kernel_commit=card.kernel_commit, dirty=card.dirty,
+        builders=list(card.builders), checks=list(card.checks), forced=list(card.forced),
+        pipeline_version=card.pipeline_version, backends=list(card.backends),
+        has_benchmark_section=False,
     )
+
+
+def render_card(card: Card) -> str:
+    ours = _environment(jinja2.FileSystemLoader(str(TEMPLATE_DIR)))
+    context = _context(card)
+    if card.template is None:
+        text = ours.get_template(TEMPLATE).render(**context)
+    else:
+        try:
+            project_text = _environment(jinja2.BaseLoader()).from_string(card.template).render(**context)
+        except jinja2.TemplateError as exc:
+            from pipeline.errors import PublishError
+
+            raise PublishError(f"the kernel's CARD.md does not render: {exc}", code="P030", path=PROJECT_TEMPLATE,
+                               line=getattr(exc, "lineno", None),
+                               hint="it is a jinja template with kernel-builder's variables") from None
+        context["has_benchmark_section"] = "## Benchmark" in project_text
+        text = project_text.rstrip() + "\n\n" + ours.get_template(GENERATED).render(**context)
     # One blank line at most between blocks, one newline at the end.
     lines: list[str] = []
     for line in text.splitlines():
@@ -96,6 +130,13 @@ def render_card(card: Card) -> str:
             continue
         lines.append(line.rstrip())
     return "\n".join(lines).strip() + "\n"
+
+
+def project_template(project_root: Path | None) -> str | None:
+    if project_root is None:
+        return None
+    path = Path(project_root) / PROJECT_TEMPLATE
+    return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
 def benchmark_table(project_root: Path | None) -> str | None:

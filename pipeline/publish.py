@@ -930,11 +930,13 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
     elif request.dry_run:
         events.step("smoke", "skipped (--dry-run)")
 
-    functions: tuple[str, ...] = ()
-    from pipeline.bundle import exported_functions
+    from pipeline.bundle import exported_functions, exported_layers
+    from pipeline.card import project_template
 
+    functions: tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
     for v in bundle.variants:
-        functions = exported_functions(v)
+        functions, layers = exported_functions(v), exported_layers(v)
         if functions:
             break
     provenance = next((v.provenance for v in bundle.variants if v.provenance), {})
@@ -942,6 +944,7 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
                              if v.provenance.get("kernel_builder")}))
     bench = benchmark_table(project.root) if project else None
     local = {v.name: variant_from_bundle(v) for v in bundle.variants}
+    card_template = project_template(project.root) if project else None
 
     # A dry run against an embedded Hub that has never held data plans against
     # an empty Hub instead of creating one.
@@ -969,7 +972,8 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
                 functions=functions, variants=variants, description=card_description,
                 benchmark_table=bench, kernel_commit=provenance.get("kernel_commit"),
                 dirty=bool(provenance.get("dirty")), builders=builders, checks=tuple(checks),
-                forced=tuple(forced),
+                forced=tuple(forced), layers=layers, template=card_template,
+                has_benchmark=bool(project and (project.root / "benchmarks").is_dir()),
             ))
 
         try:

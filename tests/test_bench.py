@@ -136,7 +136,8 @@ def test_bench_cli_on_cpu_build(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["command"].startswith("python -m pipeline bench")
-    assert [r["name"] for r in data["results"]] == ["rms_norm/128x4096"]
+    names = [r["name"] for r in data["results"]]
+    assert "rms_norm/128x4096" in names and all("rms_norm/128x4096" in n for n in names)
     assert (tmp_path / "r.png").stat().st_size > 0
     assert "rms_norm" in (tmp_path / "r.md").read_text()
 

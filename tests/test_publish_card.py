@@ -50,3 +50,27 @@ def test_unparseable_variant_is_still_listed():
     v = variant_from_name("not-a-variant")
     assert v.framework is None and v.target is None
     assert "`not-a-variant` | ? | ? | any" in render_card(card(variants=(v,)))
+
+
+def test_a_projects_card_md_is_the_template_and_our_sections_follow():
+    template = ("---\nlibrary_name: kernels\n{% if license %}license: {{ license }}\n{% endif %}---\n\n"
+                "Use `get_kernel(\"{{ repo_id }}\", version={{ version }})`.\n"
+                "{% for func in functions %}\n- `{{ func }}`\n{% endfor %}\n"
+                "{% if layers %}Layers: {{ layers | join(', ') }}{% endif %}\n\n## Benchmarks\n\nSee the source.\n")
+    text = render_card(card(template=template, layers=("RMSNorm",)))
+    assert text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n---\n")
+    assert 'get_kernel("my-org/rmsnorm", version=3)' in text and "- `fused_add_rms_norm`" in text
+    assert "Layers: RMSNorm" in text
+    assert text.index("## Benchmarks") < text.index("## Build variants (version 3)") < text.index("## Provenance")
+    # The project's own Benchmarks section stands; no second "no results" section.
+    assert "No benchmark results published yet." not in text
+
+
+def test_a_broken_card_md_is_a_publish_error():
+    import pytest
+
+    from pipeline.errors import PublishError
+
+    with pytest.raises(PublishError) as err:
+        render_card(card(template="{% for x in %}"))
+    assert err.value.code == "P030"
