@@ -144,11 +144,16 @@ class InitError(PipelineError):
     stage = "init"
 
 
+class SkillError(PipelineError):
+    exit_code = 13
+    stage = "skill"
+
+
 EXIT_CODES: dict[str, int] = {
     "ok": 0,
     "usage": 2,
     **{cls.stage: cls.exit_code for cls in (
         ValidationError, WorkspaceError, MatrixError, BuildError, CheckError,
-        SmokeError, BenchError, PublishError, VerifyError, HubError, InitError,
+        SmokeError, BenchError, PublishError, VerifyError, HubError, InitError, SkillError,
     )},
 }

@@ -26,7 +26,7 @@ from pathlib import Path
 import jinja2
 
 from pipeline import toml
-from pipeline.errors import PipelineError
+from pipeline.errors import SkillError
 from pipeline.fsutil import staged_dir
 
 TEMPLATE_DIR = Path(__file__).parent / "templates" / "skill"
@@ -50,10 +50,6 @@ MISTAKES = (
      "generated-file-committed"),
 )
 
-
-class SkillError(PipelineError):
-    exit_code = 13
-    stage = "skill"
 
 
 @dataclass(frozen=True)

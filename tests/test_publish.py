@@ -140,7 +140,7 @@ def test_publish_verify_republish_and_new_version(tmp_path, hub, project):
     v1 = verify_publication(hub.endpoint, REPO_ID, 1, project_root=project)
     assert v1.ok and v1.load.kernel_id == "_tiny_cpu_0a1b2c3", v1.to_json()
 
-    # Publishing v1 again after v2 leaves main's card (it describes v2) alone.
+    # main's card now describes v2.
     assert "version=2" in Path(HfApi(endpoint=hub.endpoint).hf_hub_download(
         REPO_ID, "README.md", repo_type="kernel", cache_dir=tmp_path / "dl2")).read_text()
 
