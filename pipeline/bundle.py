@@ -475,7 +475,7 @@ def _is_workspace_file(path: Path) -> bool:
         return False
 
 
-def expected_variants(project_path: Path, *, ci: bool = False) -> list:
+def expected_variants(project_path, *, ci: bool = False) -> list:
     """The project's build matrix (BUILD's `compute_matrix`) under the workspace
     policy: the full one, or the reduced pull-request one with `ci`. A project
     outside any workspace gets the builder's whole table (as `matrix` does)."""
@@ -483,8 +483,9 @@ def expected_variants(project_path: Path, *, ci: bool = False) -> list:
     from pipeline.project import load_project
     from pipeline.workspace import find_workspace, load_workspace
 
-    project = load_project(Path(project_path))
-    root = find_workspace(Path(project_path))
+    # A KernelProject already loaded (publish validated it) or a path.
+    project = project_path if hasattr(project_path, "root") else load_project(Path(project_path))
+    root = find_workspace(Path(project.root))
     if root is None:
         full = full_table_policy()
         return list(compute_matrix(project, reduced_policy(full) if ci else full))

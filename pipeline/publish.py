@@ -871,7 +871,7 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
     expected = None
     if project is not None:
         with contextlib.suppress(ImportError):
-            expected = expected_variants(project.root)
+            expected = expected_variants(project)
     report = check_bundle(build_dir, expected=expected)
     bundle = report.bundle
     forced: list[str] = []
@@ -1003,7 +1003,8 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
                 events.step("verify", f"get_kernel({repo_id!r}, version={version}) in a fresh process")
                 verify_report = verify_publication(live.endpoint, repo_id, version,
                                                    project_root=project.root if project else None,
-                                                   token=live.token, events=events)
+                                                   token=live.token, events=events,
+                                                   cells=[v.name for v in expected] if expected is not None else None)
         publication = Publication(
             endpoint=live.endpoint, target=live, repo_id=repo_id, branch=f"v{version}", version=version,
             variants=bundle.variant_names, plan=plan, commits=commits, dry_run=request.dry_run,

@@ -105,7 +105,7 @@ class VerifyReport:
         }
 
 
-def matrix_cells(project_root: Path | None) -> list[str]:
+def matrix_cells(project_root) -> list[str]:
     """The full build matrix of the project (BUILD's compute_matrix under the
     workspace policy), as variant names; [] without a project."""
     if project_root is None:
