@@ -484,7 +484,7 @@ def expected_variants(project_path, *, ci: bool = False) -> list:
     from pipeline.workspace import find_workspace, load_workspace
 
     # A KernelProject already loaded (publish validated it) or a path.
-    project = project_path if hasattr(project_path, "root") else load_project(Path(project_path))
+    project = load_project(Path(project_path)) if isinstance(project_path, (str, os.PathLike)) else project_path
     root = find_workspace(Path(project.root))
     if root is None:
         full = full_table_policy()

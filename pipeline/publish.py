@@ -887,8 +887,10 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
     else:
         checks.append(f"check passed for {len(bundle.variants)} variant(s)")
     if report.expected is not None:
+        missing = list(report.missing)
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         events.step("check", f"{len(report.covered)}/{len(report.expected)} matrix cells in the bundle"
-                    + (f"; missing: {', '.join(report.missing)}" if report.missing else ""))
+                    + (f"; missing: {shown}" if missing else ""))
     events.step("check", f"{len(bundle.variants)} variant(s), {len(report.errors)} error(s)"
                 + (" (--force)" if report.errors else ""))
 
@@ -952,7 +954,8 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
     ctx = (contextlib.nullcontext(replace(target, endpoint=f"http://127.0.0.1:{target.hub_port}"))
            if nothing_yet else started_target(target, trusted_namespaces=(repo_id.split("/")[0],)))
     with ctx as live:
-        events.step("publish", f"target: {live.describe()}")
+        if live.embedded and not nothing_yet:
+            events.step("hub", f"embedded Hub started at {live.endpoint} (data in {live.hub_root})")
         api = HfApi(endpoint=live.endpoint, token=live.token or False)
         try:
             remote = RemoteState(False, {}, {}) if nothing_yet else read_remote(api, repo_id)
@@ -984,8 +987,9 @@ def publish(request: PublishRequest, target: Target, *, events: Events | None = 
             if _is_hub_failure(exc):
                 raise _hub_error(exc, f"cannot read {repo_id}", repo_id, live.endpoint) from None
             raise
-        for line in plan.lines():
-            events.step("plan", line)
+        if not request.dry_run:  # a dry run returns the plan; the command prints it once
+            for line in plan.lines():
+                events.step("plan", line)
         commits: tuple[CommitResult, ...] = ()
         verify_report = None
         if not request.dry_run:

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# One device call for every kernel of the workspace on the H200: build each
+# kernel's host CUDA variant with `python -m pipeline build` (in parallel),
+# then `pipeline smoke` and `pipeline bench` per kernel, rmsnorm first, each
+# step guarded by a deadline so that the call ends inside its lease. Results
+# are packed into $OUT/results.tgz after every step (a timed-out call still
+# returns what was done).
+#
+# From the repository root (device tool): carry=[".whl"], command:
+#   bash scripts/gpu/run_all_h200.sh
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+RES=/tmp/results
+mkdir -p "$OUT" "$RES"
+START=$(date +%s)
+DEADLINE=${DEADLINE:-380}   # seconds after which no new step starts
+left() { echo $(( DEADLINE - ($(date +%s) - START) )); }
+pack() { tar -C "$RES" -czf "$OUT/results.tgz" . ; }
+exec > >(tee -a "$RES/log.txt") 2>&1
+
+if ls .whl/kernels-*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/kernels-*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}"
+export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" MAX_JOBS="${MAX_JOBS:-4}"
+KERNELS=${KERNELS:-"rmsnorm geglu rope adaln"}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+python3 -c "import torch, kernels; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'kernels', kernels.__version__)"
+
+echo "== build (parallel, python -m pipeline build)"
+t0=$(date +%s); pids=()
+for k in $KERNELS; do
+  python3 -m pipeline build "kernels-src/$k" --backend local --out "/tmp/build-$k" --json \
+    > "$RES/$k-build.json" 2> "$RES/$k-build.log" &
+  pids+=($!)
+done
+wait "${pids[@]}"   # these PIDs only: a bare `wait` would also wait for the tee above
+for k in $KERNELS; do echo "-- $k"; tail -3 "$RES/$k-build.log"; done
+echo "build took $(( $(date +%s) - t0 )) s"; pack
+
+for k in $KERNELS; do
+  [ "$(left)" -gt 20 ] || { echo "deadline: skipping smoke $k"; continue; }
+  t0=$(date +%s)
+  seeds=3; [ "$k" = rmsnorm ] || seeds=2
+  timeout "$(left)" python3 -m pipeline smoke "/tmp/build-$k" --kernel "kernels-src/$k" --seeds $seeds --json \
+    > "$RES/$k-smoke.json" 2> "$RES/$k-smoke.log"
+  echo "smoke $k rc=$? took $(( $(date +%s) - t0 )) s"
+  python3 - "$RES/$k-smoke.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as exc:
+    print("  no smoke report:", exc); raise SystemExit
+print("  smoke:", "PASS" if d.get("passed") else "FAIL", d.get("counts"), d.get("variant"))
+for r in d.get("results", []):
+    if not r["passed"]:
+        print("  FAIL", r["check"], r["name"], r["seed"], (r["message"] or "")[:200])
+PY
+  pack
+  [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k"; continue; }
+  t0=$(date +%s)
+  timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --reps "${REPS:-100}" \
+    --out "$RES/$k-h200.json" --plot "$RES/$k-h200.png" --markdown "$RES/$k-h200.md" > /dev/null 2> "$RES/$k-bench.log"
+  echo "bench $k rc=$? took $(( $(date +%s) - t0 )) s"
+  python3 - "$RES/$k-h200.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as exc:
+    print("  no bench report:", exc); raise SystemExit
+print(f"  copy {d['copy_bandwidth_gbs']} GB/s")
+for r in d["results"]:
+    t = r["times_us"]
+    print(f"  {r['name']:<34} {t['kernel']:8.1f} us {r['copy_fraction']['kernel']:.3f} of copy  "
+          + " ".join(f"{b} {t[b]:.1f}" for b in r["baselines"]))
+PY
+  pack
+done
+
+if [ "$(left)" -gt 15 ] && [ -d /tmp/build-rmsnorm ]; then
+  RMSNORM_BUILD_DIR=/tmp/build-rmsnorm timeout "$(left)" python3 -m pytest -q -p no:cacheprovider \
+    kernels-src/rmsnorm/tests -m kernels_ci > "$RES/rmsnorm-tests.txt" 2>&1
+  echo "rmsnorm kernel tests rc=$?"; tail -3 "$RES/rmsnorm-tests.txt"
+fi
+echo "total $(( $(date +%s) - START )) s"; pack
