@@ -32,6 +32,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="build-noop-") as tmp:
         src = Path(tmp) / args.project.name
         shutil.copytree(args.project, src, ignore=shutil.ignore_patterns("build", "__pycache__"))
+        # A git repository, as projects are (validate then knows build/ is ignored).
+        for git_args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "benchmark"]):
+            subprocess.run(["git", "-c", "user.email=b@example.com", "-c", "user.name=b", *git_args], cwd=src,
+                           check=True, capture_output=True)
         env = {**os.environ, "PIPELINE_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONPATH": str(REPO)}
         cmd = [sys.executable, "-m", "pipeline", "build", str(src), "--backend", "local", "--json"]
         started = time.perf_counter()

@@ -183,7 +183,7 @@ class Timer:
                 # that the timed call must write back first — ~50 MB of extra
                 # traffic charged to a 134 MB kernel, but only ~5 % to the 1 GiB
                 # copy that sets the ceiling, which skews every fraction.
-                torch.sum(self.flush, out=self._flush_sink)
+                torch.sum(self.flush, dim=0, out=self._flush_sink)
                 starts[i].record()
                 fn()
                 ends[i].record()

@@ -622,10 +622,13 @@ def execute_plan(api, plan: UploadPlan, *, progress: UploadProgress | None = Non
                 parent = base
             if not bplan.ops:
                 continue
-            operations = _operations(bplan, progress)
-            if progress is not None:
-                progress.start(sum(op.size for op in bplan.ops if op.kind == "add"),
-                               f"{bplan.branch}: {len(bplan.ops)} operation(s)")
+            # Only files are streamed through the progress reader; generated
+            # content (the card) is a few KiB sent inline with the commit.
+            streamed = sum(op.size for op in bplan.ops if op.kind == "add" and op.content is None)
+            shown = progress if streamed else None
+            operations = _operations(bplan, shown)
+            if shown is not None:
+                shown.start(streamed, f"{bplan.branch}: {len(bplan.ops)} operation(s)")
             try:
                 with (_xet_off() if lfs_only else contextlib.nullcontext()), \
                         (_hf_bars_off() if lfs_only else contextlib.nullcontext()):
@@ -637,8 +640,8 @@ def execute_plan(api, plan: UploadPlan, *, progress: UploadProgress | None = Non
                 for add in operations:
                     if isinstance(getattr(add, "path_or_fileobj", None), _ProgressReader):
                         add.path_or_fileobj.close()
-                if progress is not None:
-                    progress.stop()
+                if shown is not None:
+                    shown.stop()
             result = CommitResult(bplan.branch, getattr(info, "oid", None), len(operations))
             results.append(result)
             if bplan.branch == MAIN:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -308,3 +307,26 @@ def test_build_needs_neither_kernels_nor_gitpython(built):
     meta = Metadata.read_from_file(first.path / "metadata.json")
     meta.digest.validate(Digest.hash_variant(DigestAlgorithm.SHA256, first.path))
     assert meta.provenance.kernel is None  # no git: the revision is unknown, as kernel-builder writes it
+
+
+@pytest.mark.slow
+def test_rmsnorm_cpu_variant_builds_loads_and_matches_float64(tmp_path, cache_env, monkeypatch):
+    """The workspace's rmsnorm, CPU variant: built here, loaded by kernels, checked against float64."""
+    import kernels
+    import torch
+
+    rmsnorm = REPO / "kernels-src" / "rmsnorm"
+    if not rmsnorm.is_dir():
+        pytest.skip("kernels-src/rmsnorm is not there yet")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    out = tmp_path / "build"
+    result = build_project(load_project(rmsnorm), out, backend="local", variant=CPU_NAME)
+    assert [v.variant.name for v in result.variants] == [CPU_NAME]
+    module = kernels.get_local_kernel(out)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 1024, generator=gen)
+    weight = torch.randn(1024, generator=gen)
+    got = module.rms_norm(x, weight, 1e-6)
+    xd = x.double()
+    reference = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.double()
+    torch.testing.assert_close(got.double(), reference, rtol=1e-5, atol=1e-5)

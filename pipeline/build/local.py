@@ -17,7 +17,6 @@ paths, library paths and compilers come from `torch.utils.cpp_extension`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
