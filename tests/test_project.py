@@ -145,10 +145,20 @@ def test_build_output_ignored_by_git_is_not_reported(tmp_path):
         pytest.skip("git is not installed")
     project = tmp_path / "proj"
     shutil.copytree(FIXTURES / "build-dir-committed", project)
-    assert [p.code for p in validate(project).problems] == ["build-output-committed"]
     subprocess.run(["git", "init", "-q", str(project)], check=True)
+    assert [p.code for p in validate(project).problems] == ["build-output-committed"]
     (project / ".gitignore").write_text("build/\n")
     assert validate(project).problems == ()
+
+
+def test_build_output_outside_git_is_what_the_tools_left(tmp_path):
+    """A tarball checkout built once: its build/ is the pipeline's own output,
+    but a stray binary elsewhere is still reported."""
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "build-dir-committed", project)
+    assert validate(project).problems == ()
+    (project / "torch-ext" / "stray.so").write_bytes(b"\x7fELF")
+    assert [p.code for p in validate(project).problems] == ["build-output-committed"]
 
 
 # ------------------------------------------------------------ rule table ----

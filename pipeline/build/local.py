@@ -271,6 +271,9 @@ def compile_key(project: "KernelProject", plan: Plan, deps: list[str]) -> str:
     torch_dir = _torch_dir()
     return cache.key_of({
         "pipeline": __version__,
+        # The builder's own files (generated headers, compat shims, compile
+        # rules) change what gets compiled without changing the version.
+        "builder": _builder_fingerprint(),
         "variant": plan.variant.name,
         "kernel_id": plan.kernel_id,
         "tools": {k: v for k, v in plan.tools.items() if k != "python"},
@@ -288,6 +291,12 @@ def package_key(project: "KernelProject", plan: Plan) -> str:
                      project.python_depends_for(plan.variant.backend), plan.archs,
                      plan.state.commit, plan.state.dirty, plan.tools],
     })
+
+
+def _builder_fingerprint() -> str:
+    here = Path(__file__).resolve().parent
+    files = sorted(p for p in here.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return cache.key_of(cache.hash_files(here, [str(p.relative_to(here)) for p in files]))
 
 
 def _torch_dir() -> Path:

@@ -27,6 +27,15 @@ def _walk(root: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
         yield Path(dirpath), dirnames, filenames
 
 
+def _inside_git_work_tree(root: Path) -> bool:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == "true"
+
+
 def _ignored_by_git(root: Path, candidates: list[str]) -> set[str]:
     """The candidates git ignores (so they would never be committed). Outside a
     git work tree nothing is ignored: the files are there, so they ship."""
@@ -70,6 +79,13 @@ def check_committed(sink: Sink, root: Path, ext_dir: str) -> None:
                               "create-pyproject` stops with 'File(s) already exists' when the source has it)"))
     if not found:
         return
+    if not _inside_git_work_tree(root):
+        # Nothing can be "committed" here: `build/`, `result` and __pycache__
+        # are what `pipeline build` and Python themselves leave behind (e.g. a
+        # tarball checkout built once); stray binaries elsewhere still count.
+        found = [(rel, code, msg) for rel, code, msg in found
+                 if not (rel in _ROOT_OUTPUT_DIRS or rel == "result" or rel.startswith("result-")
+                         or "__pycache__" in rel.split("/"))]
     ignored = _ignored_by_git(root, [rel for rel, _c, _m in found])
     for rel, code, message in found:
         if rel not in ignored:
