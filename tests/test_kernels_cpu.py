@@ -4,7 +4,7 @@ Python API through kernels.get_local_kernel → publish to an embedded Hub and
 load back with kernels.get_kernel (pipeline.verify, in a fresh process).
 
 The CUDA variants are built, smoke-tested and benchmarked on the H200 by
-scripts/gpu/run_kernels_h200.sh (results in kernels-src/<k>/benchmarks/results/).
+scripts/gpu/run_all_h200.sh (results in kernels-src/<k>/benchmarks/results/).
 """
 
 from __future__ import annotations
