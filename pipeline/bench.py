@@ -41,7 +41,6 @@ flush): useful to test the harness, not to publish.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import platform
@@ -51,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pipeline.casefile import load_case_list
 from pipeline.errors import BenchError
 
 CASES_FILE = Path("benchmarks") / "bench_cases.py"
@@ -131,13 +131,7 @@ def load_cases(project_root: Path) -> list[dict]:
     if not path.is_file():
         raise BenchError(f"the kernel project has no {CASES_FILE}", path=str(project_root), code="B001",
                          hint="see pipeline/bench.py for the case contract")
-    spec = importlib.util.spec_from_file_location(f"_pipeline_bench_cases_{abs(hash(str(path.resolve())))}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-        cases = list(module.bench_cases())
-    except Exception as exc:
-        raise BenchError(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path), code="B002") from None
+    cases = load_case_list(path, "bench_cases", error=BenchError, code="B002")
     problems = []
     for i, case in enumerate(cases):
         for key in ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines"):

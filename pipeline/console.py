@@ -6,10 +6,11 @@ Stages never print; they return values or raise. Commands use these helpers so
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from rich.console import Console
 
@@ -44,3 +45,19 @@ class Output:
     @property
     def interactive(self) -> bool:
         return (not self.json_mode) and self.err.is_terminal
+
+    @contextlib.contextmanager
+    def progress(self, label: str, *, echo: bool = False) -> Iterator[Callable[[str], None] | None]:
+        """A callback for a stage's progress text: a live status line on a
+        terminal, plain lines on stderr when `echo` (logs), else None."""
+        if self.interactive:
+            status = self.err.status(label)
+            status.start()
+            try:
+                yield lambda text: status.update(f"{label} {text}")
+            finally:
+                status.stop()
+        elif echo:
+            yield lambda text: self.info(f"{label} {text}")
+        else:
+            yield None

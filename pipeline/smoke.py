@@ -41,7 +41,6 @@ A case that raises fails with the exception's message; nothing is skipped.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import sys
@@ -50,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pipeline.casefile import load_case_list
 from pipeline.errors import SmokeError
 
 CASES_FILE = Path("tests") / "smoke_cases.py"
@@ -187,16 +187,7 @@ def _project_name(path: Path) -> str | None:
 
 def load_cases(project_root: Path) -> list[dict]:
     path = Path(project_root) / CASES_FILE
-    module_name = f"_pipeline_smoke_cases_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise SmokeError("cannot import the case file", path=str(path), code="S007")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-        cases = list(module.smoke_cases())
-    except Exception as exc:
-        raise SmokeError(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path), code="S007") from None
+    cases = load_case_list(path, "smoke_cases", error=SmokeError, code="S007")
     problems = []
     names = set()
     for i, case in enumerate(cases):

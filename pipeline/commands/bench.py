@@ -37,24 +37,13 @@ def add_arguments(parser) -> None:
 def run(args, output) -> int:
     import json
 
-    status = None
-    progress = None
-    if output.interactive:
-        status = output.err.status("bench")
-        status.start()
-        progress = lambda text: status.update(f"bench {text}")  # noqa: E731
-    else:
-        progress = lambda text: output.info(f"bench {text}")  # noqa: E731
     # Recorded in the JSON so the figures say how they were made.
     argv = sys.argv[1:]
     command = ("python -m pipeline " + " ".join(shlex.quote(a) for a in argv[argv.index("bench"):])
                if "bench" in argv else "")
-    try:
+    with output.progress("bench", echo=True) as progress:
         report = run_bench(args.build_dir, args.kernel, reps=args.reps, warmup=args.warmup, only=args.only,
                            progress=progress, command=command)
-    finally:
-        if status is not None:
-            status.stop()
     data = report.to_json()
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

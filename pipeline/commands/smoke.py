@@ -32,18 +32,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args, output) -> int:
-    progress = None
-    status = None
-    if output.interactive:
-        status = output.err.status("smoke")
-        status.start()
-        progress = lambda text: status.update(f"smoke {text}")  # noqa: E731
-    try:
+    with output.progress("smoke") as progress:
         report = run_smoke(args.build_dir, args.kernel, seeds=tuple(range(args.seeds)), progress=progress,
                            op_checks=not args.no_op_checks)
-    finally:
-        if status is not None:
-            status.stop()
     if output.json_mode:
         output.emit_json(report.to_json())
     else:
