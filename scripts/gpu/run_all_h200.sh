@@ -8,10 +8,13 @@
 #
 # From the repository root (device tool): carry=[".whl"], command:
 #   bash scripts/gpu/run_all_h200.sh
+# Env: KERNELS (built), SMOKE and BENCH (default: KERNELS), EXTRA (a command
+# run after the build, before smoke and bench; sees RES, the results folder),
+# EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
-RES=/tmp/results
+export RES=/tmp/results
 mkdir -p "$OUT" "$RES"
 START=$(date +%s)
 DEADLINE=${DEADLINE:-380}   # seconds after which no new step starts
@@ -26,6 +29,8 @@ fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" MAX_JOBS="${MAX_JOBS:-4}"
 KERNELS=${KERNELS:-"rmsnorm geglu rope adaln"}
+SMOKE=${SMOKE-$KERNELS}
+BENCH=${BENCH-$KERNELS}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 python3 -c "import torch, kernels; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'kernels', kernels.__version__)"
 
@@ -39,8 +44,14 @@ done
 wait "${pids[@]}"   # these PIDs only: a bare `wait` would also wait for the tee above
 for k in $KERNELS; do echo "-- $k"; tail -3 "$RES/$k-build.log"; done
 echo "build took $(( $(date +%s) - t0 )) s"; pack
+if [ -n "${EXTRA:-}" ]; then
+  echo "== extra: $EXTRA"
+  timeout "$(left)" bash -c "$EXTRA"; echo "extra rc=$?"; pack
+fi
 
+wants() { case " $1 " in *" $2 "*) return 0 ;; *) return 1 ;; esac; }
 for k in $KERNELS; do
+  if wants "$SMOKE" "$k"; then
   [ "$(left)" -gt 20 ] || { echo "deadline: skipping smoke $k"; continue; }
   t0=$(date +%s)
   seeds=3; [ "$k" = rmsnorm ] || seeds=2
@@ -59,6 +70,8 @@ for r in d.get("results", []):
         print("  FAIL", r["check"], r["name"], r["seed"], (r["message"] or "")[:200])
 PY
   pack
+  fi
+  wants "$BENCH" "$k" || continue
   [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k"; continue; }
   t0=$(date +%s)
   timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --reps "${REPS:-100}" \
@@ -79,9 +92,13 @@ PY
   pack
 done
 
-if [ "$(left)" -gt 15 ] && [ -d /tmp/build-rmsnorm ]; then
+if [ "${TESTS:-1}" = 1 ] && [ "$(left)" -gt 15 ] && [ -d /tmp/build-rmsnorm ]; then
   RMSNORM_BUILD_DIR=/tmp/build-rmsnorm timeout "$(left)" python3 -m pytest -q -p no:cacheprovider \
     kernels-src/rmsnorm/tests -m kernels_ci > "$RES/rmsnorm-tests.txt" 2>&1
   echo "rmsnorm kernel tests rc=$?"; tail -3 "$RES/rmsnorm-tests.txt"
+fi
+if [ -n "${EXTRA_LAST:-}" ] && [ "$(left)" -gt 15 ]; then
+  echo "== extra (last): $EXTRA_LAST"
+  timeout "$(left)" bash -c "$EXTRA_LAST"; echo "extra rc=$?"
 fi
 echo "total $(( $(date +%s) - START )) s"; pack

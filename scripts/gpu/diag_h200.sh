@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Diagnostics for the open H200 questions (run by run_all_h200.sh as EXTRA,
+# after /tmp/build-rmsnorm exists; writes into $RES):
+#  1. the error-path segfault of rmsnorm's own tests (plain run, then a native
+#     backtrace from cuda-gdb, which also debugs host code);
+#  2. where rmsnorm's time goes (scripts/gpu/probe_rmsnorm.py, then ncu);
+#  3. the tuner's register knobs for the fused kernel (phase "late": run last).
+# Usage: diag_h200.sh early|late
+set -uo pipefail
+PHASE=${1:-early}
+RES=${RES:-/tmp/results}
+mkdir -p "$RES"
+B=/tmp/build-rmsnorm
+K=kernels-src/rmsnorm
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ "$PHASE" = late ]; then
+for k in 4_0 0_0; do
+  timeout 240 "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I$K/rmsnorm_cuda -Xptxas -v \
+    -DRMSNORM_W_IN_REGS_MAX="${k%_*}" $K/benchmarks/tune/tune_rmsnorm.cu -o "/tmp/tune_$k" > "$RES/tune-build-$k.txt" 2>&1 &
+done
+wait
+for k in 4_0 0_0; do
+  [ -x "/tmp/tune_$k" ] && timeout 100 "/tmp/tune_$k" > "$RES/tune-$k.txt" 2>&1
+  grep -E "^(copy|BEST|FLUSH|knobs)|MISMATCH" "$RES/tune-$k.txt"
+done
+exit 0
+fi
+
+echo "-- toolchain"; g++ --version | head -1; "$NVCC" --version | tail -2
+so=$(find $B -name "_rmsnorm*.so" | head -1); echo "$so"; ldd "$so" | grep -E "stdc|gcc_s|unwind|c10|torch" | head
+echo "-- 1. error path"
+timeout 60 python3 scripts/gpu/repro_error_path.py $B > "$RES/error-path.txt" 2>&1; rc=$?
+tail -15 "$RES/error-path.txt"; echo "repro rc=$rc"
+if [ $rc -ne 0 ]; then
+  timeout 120 cuda-gdb -q -batch -ex "set pagination off" -ex run -ex bt -ex "info sharedlibrary" \
+    --args python3 scripts/gpu/repro_error_path.py $B > "$RES/error-path-gdb.txt" 2>&1
+  grep -E "^#|signal|SIG" "$RES/error-path-gdb.txt" | head -40
+  grep -iE "unwind|gcc_s|stdc\+\+" "$RES/error-path-gdb.txt" | head -20
+fi
+RMSNORM_BUILD_DIR=$B timeout 120 python3 -X faulthandler -m pytest -q -p no:cacheprovider -x $K/tests \
+  > "$RES/rmsnorm-tests-faulthandler.txt" 2>&1
+echo "rmsnorm tests rc=$?"; tail -25 "$RES/rmsnorm-tests-faulthandler.txt"
+
+echo "-- 2. probe"
+timeout 200 python3 scripts/gpu/probe_rmsnorm.py $B --json "$RES/probe.json" 2>&1 | tee "$RES/probe.txt" | grep -v Warning
+timeout 90 ncu --clock-control none -k regex:rows_ --metrics \
+  gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,launch__grid_size,sm__warps_active.avg.pct_of_peak_sustained_active \
+  python3 scripts/gpu/probe_rmsnorm.py $B --ncu > "$RES/ncu.txt" 2>&1
+echo "ncu rc=$?"; grep -E "rows_|gpu__time|dram__|registers|grid_size|warps_active" "$RES/ncu.txt" | head -80
+
