@@ -369,6 +369,7 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
     ldflags = ["-shared", *(f"-L{d}" for d in torch_libs), "-lc10", "-ltorch", "-ltorch_cpu"]
     if cuda_home:
         ldflags += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
+    ldflags += toolchain.shared_libstdcxx_args(cxx)
 
     lines = [
         "ninja_required_version = 1.3",
@@ -545,6 +546,12 @@ def build_local(project: "KernelProject", out: Path, *, variant: str | None, pro
         progress(BuildEvent("step", f"compiling {len(plan.units)} source(s) for {target.name}"))
         library = write_ninja(project, plan, work)
         run_ninja(project, work, progress)
+        if toolchain.private_libstdcxx(library):
+            library.unlink()
+            raise BuildError(f"{library.name} holds its own copy of libstdc++ (linked statically); it would "
+                             "crash the first time it formats a message", code="libstdcxx-static",
+                             path=str(project.root), hint="install the libstdc++ development package of your "
+                             "g++ (e.g. libstdc++-13-dev), or point CXX at a compiler that has one")
         stamp.deps = recorded_deps(work, project.root)
         ckey = compile_key(project, plan, stamp.deps)
     else:

@@ -121,3 +121,57 @@ def visible_gpu_capabilities() -> tuple[str, ...]:
 
 def python_version() -> str:
     return ".".join(map(str, sys.version_info[:3]))
+
+
+# Where a distribution ships the runtime libstdc++ (the shared object that
+# g++'s own `libstdc++.so` development link points at).
+_LIBSTDCXX_RUNTIME_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                           "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64")
+
+
+@functools.lru_cache(maxsize=None)
+def shared_libstdcxx_args(cxx: str) -> tuple[str, ...]:
+    """Link arguments that make `cxx` link libstdc++ as a shared library.
+
+    g++ finds `libstdc++.so` in its own directory only when the matching
+    libstdc++-N-dev package left its symlink there; without it the linker
+    takes `libstdc++.a` from the same directory and the kernel carries a
+    private copy of libstdc++ beside the process's own. Seen on an Ubuntu
+    24.04 image with g++ 13: the private copy crashed (SIGSEGV) the first
+    time a TORCH_CHECK formatted a number. Then the runtime library is named
+    by path. Empty when g++ already links the shared one, or for clang."""
+    if "clang" in compiler_version(cxx).lower():
+        return ()
+    dev_link = _first_line([cxx, "-print-file-name=libstdc++.so"])
+    if os.path.isabs(dev_link) and Path(dev_link).is_file():
+        return ()
+    runtime = _first_line([cxx, "-print-file-name=libstdc++.so.6"])
+    candidates = [runtime] + [f"{d}/libstdc++.so.6" for d in _LIBSTDCXX_RUNTIME_DIRS]
+    for candidate in candidates:
+        if os.path.isabs(candidate) and Path(candidate).is_file():
+            return ("-Wl,--push-state,--no-as-needed", str(Path(candidate).resolve()), "-Wl,--pop-state")
+    raise BuildError(f"{cxx} would link libstdc++ statically into the kernel: it has no shared libstdc++ "
+                     "(libstdc++.so) to link against", code="libstdcxx-static",
+                     hint="install the libstdc++ development package of your g++ (e.g. libstdc++-13-dev), "
+                          "or point CXX at a compiler that has one")
+
+
+# Defined only by libstdc++ itself: a library that exports them carries its own copy.
+_LIBSTDCXX_OWN_SYMBOLS = ("_ZNSt8ios_base4InitC1Ev", "_ZNSt6locale7classicEv")
+
+
+def private_libstdcxx(library: Path) -> bool | None:
+    """Whether a linked shared library holds its own copy of libstdc++
+    (None when binutils' nm is not there to tell)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return None
+    try:
+        done = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
+                              timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    names = {line.split()[-1] for line in done.stdout.splitlines() if line.strip()}
+    return any(symbol in names for symbol in _LIBSTDCXX_OWN_SYMBOLS)

@@ -4,8 +4,8 @@
 #  1. the error-path segfault of rmsnorm's own tests (plain run, then a native
 #     backtrace from cuda-gdb, which also debugs host code);
 #  2. where rmsnorm's time goes (scripts/gpu/probe_rmsnorm.py, then ncu);
-#  3. the tuner's register knobs for the fused kernel (phase "late": run last).
-# Usage: diag_h200.sh early|late
+#  3. the tuner's knob sets (phase "tune"), and the libstdc++ fix (phase "verify").
+# Usage: diag_h200.sh early|verify|tune
 set -uo pipefail
 PHASE=${1:-early}
 RES=${RES:-/tmp/results}
@@ -13,17 +13,33 @@ mkdir -p "$RES"
 B=/tmp/build-rmsnorm
 K=kernels-src/rmsnorm
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if [ "$PHASE" = late ]; then
-for k in 4_0 0_0; do
-  timeout 240 "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I$K/rmsnorm_cuda -Xptxas -v \
-    -DRMSNORM_W_IN_REGS_MAX="${k%_*}" $K/benchmarks/tune/tune_rmsnorm.cu -o "/tmp/tune_$k" > "$RES/tune-build-$k.txt" 2>&1 &
-done
-wait
-for k in 4_0 0_0; do
-  [ -x "/tmp/tune_$k" ] && timeout 100 "/tmp/tune_$k" > "$RES/tune-$k.txt" 2>&1
-  grep -E "^(copy|BEST|FLUSH|knobs)|MISMATCH" "$RES/tune-$k.txt"
-done
-exit 0
+if [ "$PHASE" = tune ]; then
+  # One tuner binary per knob set (name=flags), built in parallel, run in turn.
+  VARIANTS=${TUNE_VARIANTS:-"base= w0=-DRMSNORM_W_IN_REGS_MAX=0 st0=-DRMSNORM_STORE_CS=0 ld0st0=-DRMSNORM_LOAD_CS=0,-DRMSNORM_STORE_CS=0"}
+  for v in $VARIANTS; do
+    name=${v%%=*}; flags=${v#*=}
+    # shellcheck disable=SC2086  # flags are words joined by ,
+    timeout 240 "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I$K/rmsnorm_cuda -Xptxas -v \
+      ${flags//,/ } $K/benchmarks/tune/tune_rmsnorm.cu -o "/tmp/tune_$name" > "$RES/tune-build-$name.txt" 2>&1 &
+  done
+  wait
+  for v in $VARIANTS; do
+    name=${v%%=*}
+    [ -x "/tmp/tune_$name" ] || { echo "tuner $name did not build"; tail -5 "$RES/tune-build-$name.txt"; continue; }
+    timeout 120 "/tmp/tune_$name" > "$RES/tune-$name.txt" 2>&1
+    grep -E "^(knobs|BEST|FLUSH)|MISMATCH|copy flush=1" "$RES/tune-$name.txt"
+    grep -E "^(plain|fused) " "$RES/tune-$name.txt" | sort -t'|' -k1,1 | awk '{print "   ", $0}' | head -60
+  done
+  exit 0
+fi
+if [ "$PHASE" = verify ]; then
+  echo "-- libstdc++ as g++ sees it"
+  g++ -print-file-name=libstdc++.so; g++ -print-file-name=libstdc++.so.6
+  ls -la "$(dirname "$(g++ -print-libgcc-file-name)")"/libstdc++*
+  so=$(find $B -name "_rmsnorm*.so" | head -1); echo "$so"
+  readelf -d "$so" | grep NEEDED
+  timeout 60 python3 scripts/gpu/repro_error_path.py $B 2>&1 | tee "$RES/error-path-fixed.txt" | tail -8
+  exit 0
 fi
 
 echo "-- toolchain"; g++ --version | head -1; "$NVCC" --version | tail -2

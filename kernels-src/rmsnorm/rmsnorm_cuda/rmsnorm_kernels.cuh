@@ -25,6 +25,14 @@
 #ifndef RMSNORM_W_IN_REGS_MAX
 #define RMSNORM_W_IN_REGS_MAX 4  // hold the weight in registers up to this VPT
 #endif
+// Cache policy of x loads and out stores: 1 streaming (.cs, evict-first),
+// 0 default (loads through the read-only path).
+#ifndef RMSNORM_LOAD_CS
+#define RMSNORM_LOAD_CS 1
+#endif
+#ifndef RMSNORM_STORE_CS
+#define RMSNORM_STORE_CS 1
+#endif
 // rows_reg's __launch_bounds__: 512 threads, and optionally a minimum number
 // of resident blocks per SM (caps registers; unset by default).
 #ifdef RMSNORM_MIN_BLOCKS
@@ -97,7 +105,11 @@ struct Params {
 template <typename T>
 __device__ __forceinline__ Vec16<T> load_stream(const T* p) {
   Vec16<T> v;
+#if RMSNORM_LOAD_CS
   v.u = __ldcs(reinterpret_cast<const uint4*>(p));
+#else
+  v.u = __ldg(reinterpret_cast<const uint4*>(p));
+#endif
   return v;
 }
 template <typename T>
@@ -114,7 +126,11 @@ __device__ __forceinline__ Vec16<T> load_plain(const T* p) {
 }
 template <typename T>
 __device__ __forceinline__ void store_stream(T* p, const Vec16<T>& v) {
+#if RMSNORM_STORE_CS
   __stcs(reinterpret_cast<uint4*>(p), v.u);
+#else
+  *reinterpret_cast<uint4*>(p) = v.u;
+#endif
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -368,16 +384,18 @@ inline const void* kernel_ptr(const Config& c) {
   return (const void*)rows_loop<T, false, FUSED>;
 }
 
+// `smem`: dynamic shared memory per block, unused by the kernels; the tuner
+// sets it to cap how many blocks share a multiprocessor.
 template <typename T, bool FUSED>
-inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream) {
+inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream, size_t smem = 0) {
   dim3 block(c.tx, c.ty);
   dim3 grid((unsigned)c.grid);
   if (c.kind == 0) {
     switch (c.vpt) {
-      case 1: rows_reg<T, 1, FUSED><<<grid, block, 0, stream>>>(p); break;
-      case 2: rows_reg<T, 2, FUSED><<<grid, block, 0, stream>>>(p); break;
-      case 4: rows_reg<T, 4, FUSED><<<grid, block, 0, stream>>>(p); break;
-      default: rows_reg<T, 8, FUSED><<<grid, block, 0, stream>>>(p); break;
+      case 1: rows_reg<T, 1, FUSED><<<grid, block, smem, stream>>>(p); break;
+      case 2: rows_reg<T, 2, FUSED><<<grid, block, smem, stream>>>(p); break;
+      case 4: rows_reg<T, 4, FUSED><<<grid, block, smem, stream>>>(p); break;
+      default: rows_reg<T, 8, FUSED><<<grid, block, smem, stream>>>(p); break;
     }
   } else if (c.kind == 1) {
     rows_loop<T, true, FUSED><<<grid, block, 0, stream>>>(p);
