@@ -5,7 +5,7 @@
 #     backtrace from cuda-gdb, which also debugs host code);
 #  2. where rmsnorm's time goes (scripts/gpu/probe_rmsnorm.py, then ncu);
 #  3. the tuner's knob sets (phase "tune"), and the libstdc++ fix (phase "verify").
-# Usage: diag_h200.sh early|verify|tune
+# Usage: diag_h200.sh early|verify|tune|async-build|async-smoke
 set -uo pipefail
 PHASE=${1:-early}
 RES=${RES:-/tmp/results}
@@ -30,6 +30,27 @@ if [ "$PHASE" = tune ]; then
     grep -E "^(knobs|BEST|FLUSH)|MISMATCH|copy flush=1" "$RES/tune-$name.txt"
     grep -E "^(plain|fused) " "$RES/tune-$name.txt" | sort -t'|' -k1,1 | awk '{print "   ", $0}' | head -60
   done
+  exit 0
+fi
+# rows_async everywhere (a copy of the project with the auto rule forced on),
+# built in the background at the start of a call, smoke-tested later.
+if [ "$PHASE" = async-build ]; then
+  rm -rf /tmp/rms-async /tmp/async-built && cp -r $K /tmp/rms-async
+  sed -i 's/^cuda-flags = .*/cuda-flags = ["-O3", "-DRMSNORM_ASYNC_AUTO(r,n,f)=true"]/' /tmp/rms-async/build.toml
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site-async \
+    .whl/kernels-*.whl
+  PYTHONPATH="/tmp/site-async:$PWD" python3 -m pipeline build /tmp/rms-async --backend local --out /tmp/build-async \
+    > /tmp/async-build.log 2>&1
+  echo "rc=$?" > /tmp/async-built
+  exit 0
+fi
+if [ "$PHASE" = async-smoke ]; then
+  for _ in $(seq 1 150); do [ -f /tmp/async-built ] && break; sleep 2; done
+  echo "async build: $(cat /tmp/async-built 2>/dev/null)"; tail -3 /tmp/async-build.log; cp /tmp/async-build.log "$RES/"
+  timeout 150 python3 -m pipeline smoke /tmp/build-async --kernel /tmp/rms-async --seeds 2 --json \
+    > "$RES/async-smoke.json" 2> "$RES/async-smoke.log"
+  echo "async smoke rc=$?"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('async smoke', d.get('passed'), d.get('counts')); [print('FAIL', r['check'], r['name'], r['seed'], (r['message'] or '')[:160]) for r in d['results'] if not r['passed']][:20]" "$RES/async-smoke.json"
   exit 0
 fi
 if [ "$PHASE" = verify ]; then

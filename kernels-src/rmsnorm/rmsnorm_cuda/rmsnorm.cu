@@ -42,6 +42,18 @@ int64_t resident_blocks(int kind, int vpt, int threads) {
   return n;
 }
 
+// rows_async wants the L1/shared split at its shared-memory end, so that its
+// staging buffers, not the carveout, bound the blocks per multiprocessor. Set
+// once per kernel (the attribute belongs to the function, for every device).
+template <typename T, bool FUSED>
+void prefer_shared_memory(const rmsnorm::Config& c) {
+  static std::once_flag once4, once8;
+  std::call_once(c.vpt == 4 ? once4 : once8, [&] {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(rmsnorm::kernel_ptr<T, FUSED>(c), cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        cudaSharedmemCarveoutMaxShared));
+  });
+}
+
 template <typename T, bool FUSED>
 void run(rmsnorm::Params<T> p, bool aligned) {
   // See benchmarks/NOTES.md: the grid is capped at this many device-fulls of
@@ -51,7 +63,8 @@ void run(rmsnorm::Params<T> p, bool aligned) {
                                     [](int kind, int vpt, int threads) {
                                       return resident_blocks<T, FUSED>(kind, vpt, threads);
                                     },
-                                    kMaxWaves);
+                                    kMaxWaves, 0, 0, 0, FUSED);
+  if (cfg.kind == 3) prefer_shared_memory<T, FUSED>(cfg);
   C10_CUDA_CHECK((rmsnorm::launch<T, FUSED>(p, cfg, at::cuda::getCurrentCUDAStream())));
 }
 

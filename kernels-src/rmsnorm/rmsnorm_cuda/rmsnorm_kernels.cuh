@@ -10,6 +10,10 @@
 //    multiple of 32) handles one row; a block holds TY row groups; blocks walk
 //    the rows with a grid-stride loop, so the grid can be capped at what is
 //    resident and the weight, held in registers, is read once per thread.
+//  * rows_async: the row is staged in shared memory with cp.async, so the
+//    bytes in flight are not bounded by registers: a block of 128 threads and
+//    ~32 registers, 16 of them per multiprocessor, all rows of a small batch
+//    in flight in one wave.
 //  * rows_loop: any hidden size and any alignment. VW elements per access (16
 //    bytes when aligned, else 1), two passes over the row (the second hits L2).
 #pragma once
@@ -32,6 +36,11 @@
 #endif
 #ifndef RMSNORM_STORE_CS
 #define RMSNORM_STORE_CS 1
+#endif
+// When choose_config takes rows_async over rows_reg (rows, row length in
+// 16-byte vectors, fused). See benchmarks/NOTES.md.
+#ifndef RMSNORM_ASYNC_AUTO
+#define RMSNORM_ASYNC_AUTO(rows, nvec, fused) false
 #endif
 // rows_reg's __launch_bounds__: 512 threads, and optionally a minimum number
 // of resident blocks per SM (caps registers; unset by default).
@@ -242,6 +251,99 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
   }
 }
 
+// 16-byte asynchronous copy global -> shared (sm_80+; a plain copy before).
+__device__ __forceinline__ void copy16_async(uint4* smem, const void* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+#else
+  *smem = *reinterpret_cast<const uint4*>(gmem);
+#endif
+}
+__device__ __forceinline__ void copy16_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+// blockDim = (TX, TY), one row per row group, VPT 16-byte vectors per thread;
+// same requirements as rows_reg (hidden % N == 0, 16-byte aligned rows,
+// hidden / N <= VPT * TX). Dynamic shared memory: TY rows of hidden elements
+// (fused: x and residual, twice that). Each thread reads back only the
+// vectors it copied itself, so waiting for its own copies is enough; the one
+// barrier is the row sum's.
+template <typename T, int VPT, bool FUSED>
+__global__ void __launch_bounds__(128) rows_async(Params<T> p) {
+  using V = Vec16<T>;
+  constexpr int N = V::N;
+  extern __shared__ uint4 stage[];
+  __shared__ float red[64];
+  const int TX = blockDim.x, tx = threadIdx.x, ty = threadIdx.y;
+  const int nvec = p.hidden / N;
+  const int64_t row = (int64_t)blockIdx.x * blockDim.y + ty;
+  const bool live = row < p.rows;
+  uint4* xs = stage + (size_t)ty * nvec * (FUSED ? 2 : 1);
+  uint4* rs = xs + nvec;  // fused only
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int c = i * TX + tx;
+      if (c < nvec) {
+        copy16_async(xs + c, p.x + row * p.x_stride + (int64_t)c * N);
+        if constexpr (FUSED) copy16_async(rs + c, p.residual + row * p.res_stride + (int64_t)c * N);
+      }
+    }
+  }
+  copy16_wait_all();
+  float ss = 0.f;
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int c = i * TX + tx;
+      if (c < nvec) {
+        V a;
+        a.u = xs[c];
+        float f[N];
+        unpack(a, f);
+        if constexpr (FUSED) {
+          V r;
+          r.u = rs[c];
+          float g[N];
+          unpack(r, g);
+#pragma unroll
+          for (int j = 0; j < N; ++j) f[j] += g[j];
+          // Rounded to T first, as in rows_reg: out is rms_norm(residual_out).
+          a = pack<T>(f);
+          unpack(a, f);
+          store_stream(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a);
+          xs[c] = a.u;
+        }
+#pragma unroll
+        for (int j = 0; j < N; ++j) ss += f[j] * f[j];
+      }
+    }
+  }
+  ss = group_sum(ss, tx, ty, TX, red, 0);
+  const float inv = rsqrtf(ss * (1.f / (float)p.hidden) + p.eps);
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int c = i * TX + tx;
+      if (c < nvec) {
+        V a, wv;
+        a.u = xs[c];
+        wv = load_ro(p.weight + (int64_t)c * N);
+        float f[N], g[N];
+        unpack(a, f);
+        unpack(wv, g);
+#pragma unroll
+        for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
+        store_stream(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
+      }
+    }
+  }
+}
+
 // One row per block (TX threads), any hidden size. VEC: 16-byte accesses
 // (rows and weight 16-byte aligned, hidden % N == 0) or one element at a time.
 template <typename T, bool VEC, bool FUSED>
@@ -310,12 +412,18 @@ __global__ void __launch_bounds__(1024) rows_loop(Params<T> p) {
 // Launch configuration. Chosen from the row length in 16-byte vectors; see
 // benchmarks/NOTES.md for the measurements behind each choice.
 struct Config {
-  int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar
-  int vpt;    // rows_reg: vectors per thread (1, 2, 4, 8)
+  int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar, 3: rows_async
+  int vpt;    // rows_reg, rows_async: vectors per thread (1, 2, 4, 8)
   int tx;     // threads per row
   int ty;     // rows per block
   int64_t grid;
+  size_t smem;  // dynamic shared memory per block (rows_async)
 };
+
+// rows_async's staging buffer per block.
+inline size_t async_smem_bytes(int hidden, int elem_size, int ty, bool fused) {
+  return (size_t)ty * (size_t)hidden * (size_t)elem_size * (fused ? 2 : 1);
+}
 
 inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
 
@@ -325,7 +433,8 @@ inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
 // loop does the remaining rows (0: no cap).
 template <typename ResidentFn>
 inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligned, ResidentFn resident_blocks,
-                            int max_waves = 0, int force_vpt = 0, int force_tx = 0, int force_ty = 0) {
+                            int max_waves = 0, int force_vpt = 0, int force_tx = 0, int force_ty = 0,
+                            bool fused = false, int force_kind = -1) {
   Config c{};
   const int n = 16 / elem_size;
   if (!aligned || hidden % n != 0) {
@@ -357,6 +466,21 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       c.vpt = vpt;
       c.tx = tx;
       c.ty = ty;
+      // rows_async: 128-thread blocks, 4 or 8 vectors per thread.
+      const int avpt = nvec <= 4 * 128 ? 4 : 8;
+      const int atx = round_up_32((nvec + avpt - 1) / avpt);
+      const bool async_fits = nvec <= 8 * 128 && atx <= 128;
+      bool use_async = false;
+      if (force_kind == 3) use_async = async_fits;
+      else if (force_kind < 0) use_async = async_fits && RMSNORM_ASYNC_AUTO(rows, nvec, fused);
+      if (use_async) {
+        c.kind = 3;
+        c.vpt = avpt;
+        c.tx = atx;
+        c.ty = force_ty ? force_ty : (128 / atx > 0 ? 128 / atx : 1);
+        if (c.tx * c.ty > 128) c.ty = 1;
+        c.smem = async_smem_bytes(hidden, elem_size, c.ty, fused);
+      }
     }
   }
   const int64_t row_blocks = (rows + c.ty - 1) / c.ty;
@@ -380,6 +504,7 @@ inline const void* kernel_ptr(const Config& c) {
       default: return (const void*)rows_reg<T, 8, FUSED>;
     }
   }
+  if (c.kind == 3) return c.vpt == 4 ? (const void*)rows_async<T, 4, FUSED> : (const void*)rows_async<T, 8, FUSED>;
   if (c.kind == 1) return (const void*)rows_loop<T, true, FUSED>;
   return (const void*)rows_loop<T, false, FUSED>;
 }
@@ -397,6 +522,9 @@ inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stre
       case 4: rows_reg<T, 4, FUSED><<<grid, block, smem, stream>>>(p); break;
       default: rows_reg<T, 8, FUSED><<<grid, block, smem, stream>>>(p); break;
     }
+  } else if (c.kind == 3) {
+    if (c.vpt == 4) rows_async<T, 4, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
+    else rows_async<T, 8, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
   } else if (c.kind == 1) {
     rows_loop<T, true, FUSED><<<grid, block, 0, stream>>>(p);
   } else {

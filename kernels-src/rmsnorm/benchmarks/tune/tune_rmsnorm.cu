@@ -149,21 +149,24 @@ int main(int argc, char** argv) {
       float best = 1e30f; char bestd[128] = ""; rmsnorm::Config bestc{}; size_t best_smem = 0;
       // cap: blocks per multiprocessor forced down with unused dynamic shared
       // memory (0: as many as registers allow), default configuration only.
-      for (int vpt : {0, 1, 2, 4, 8}) for (int ty : {0, 1, 2}) for (int cap : {0, 3, 4, 5}) {
+      // kind 3: rows_async (its own block shape only).
+      for (int kind : {0, 3}) for (int vpt : {0, 1, 2, 4, 8}) for (int ty : {0, 1, 2}) for (int cap : {0, 3, 4, 5}) {
         const int nvec = s.hidden / 8;
         if (vpt * 512 < nvec) continue;
         if (cap && (vpt || ty)) continue;
-        rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, 0, vpt, 0, ty);
+        if (kind == 3 && (vpt || ty || cap)) continue;
+        rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, 0, vpt, 0, ty, fused, kind);
         if (ty && c.ty != ty) continue;
-        if (c.kind != 0 || (vpt && c.vpt != vpt)) continue;
-        size_t smem = 0;
+        if (c.kind != kind || (vpt && c.vpt != vpt)) continue;
+        size_t smem = 0;  // on top of the configuration's own
         int per_sm = 0;
         const void* kfn = fused ? rmsnorm::kernel_ptr<T, true>(c) : rmsnorm::kernel_ptr<T, false>(c);
+        CK(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
         if (cap) {
           smem = (size_t)prop.sharedMemPerMultiprocessor / cap - 2048;
           CK(cudaFuncSetAttribute(kfn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, c.tx * c.ty, smem));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, c.tx * c.ty, c.smem + smem));
         if (cap && per_sm > cap) continue;
         CK(cudaMemset(o, 0xff, n * 2));
         auto run = [&] { if (fused) CK((rmsnorm::launch<T, true>(p, c, 0, smem))); else CK((rmsnorm::launch<T, false>(p, c, 0, smem))); };
@@ -176,8 +179,8 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < ha.size(); ++i) { int d = (int)ha[i] - (int)hb[i]; if (d > 2 || d < -2) ++bad; }
         float us = median_us(run);
         char desc[128];
-        snprintf(desc, sizeof desc, "%svpt=%d tx=%d ty=%d blocks/SM=%d%s", vpt ? "" : "DEFAULT ", c.vpt, c.tx, c.ty,
-                 per_sm, cap ? " (capped)" : "");
+        snprintf(desc, sizeof desc, "%s%s vpt=%d tx=%d ty=%d blocks/SM=%d%s", (vpt || kind || cap) ? "" : "DEFAULT ",
+                 kind == 3 ? "async" : "reg", c.vpt, c.tx, c.ty, per_sm, cap ? " (capped)" : "");
         printf("%s %6lld x %5d  %-48s %8.2f us  %7.1f GB/s  %.3f of copy%s\n", fused ? "fused" : "plain",
                (long long)s.rows, s.hidden, desc, us, bytes / (us * 1e3), bytes / (us * 1e3) / copy_gbs,
                bad ? "  MISMATCH" : "");
@@ -192,9 +195,9 @@ int main(int argc, char** argv) {
                (long long)s.rows, s.hidden, us, bytes / (us * 1e3) / copy_gbs);
       }
       g_flush_mode = 1;
-      rmsnorm::Config d = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, 0);
-      printf("BEST %s %6lld x %5d  %-48s %8.2f us %.3f of copy | default vpt=%d tx=%d ty=%d\n", fused ? "fused" : "plain",
-             (long long)s.rows, s.hidden, bestd, best, bytes / (best * 1e3) / copy_gbs, d.vpt, d.tx, d.ty);
+      rmsnorm::Config d = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, 0, 0, 0, 0, fused);
+      printf("BEST %s %6lld x %5d  %-48s %8.2f us %.3f of copy | default kind=%d vpt=%d tx=%d ty=%d\n", fused ? "fused" : "plain",
+             (long long)s.rows, s.hidden, bestd, best, bytes / (best * 1e3) / copy_gbs, d.kind, d.vpt, d.tx, d.ty);
     }
   }
   return 0;
