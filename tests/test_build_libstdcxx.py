@@ -34,10 +34,11 @@ def _fake_gxx(tmp_path: Path, dev_link: str, runtime: str) -> str:
     return str(script)
 
 
-def test_no_extra_arguments_when_gxx_links_the_shared_library(tmp_path):
+def test_libstdcxx_is_kept_even_under_as_needed(tmp_path):
     dev = tmp_path / "libstdc++.so"
     dev.write_bytes(b"")
-    assert toolchain.shared_libstdcxx_args(_fake_gxx(tmp_path, str(dev), "libstdc++.so.6")) == ()
+    args = toolchain.shared_libstdcxx_args(_fake_gxx(tmp_path, str(dev), "libstdc++.so.6"))
+    assert args == ("-Wl,--push-state,--no-as-needed", "-lstdc++", "-Wl,--pop-state")
 
 
 def test_missing_dev_symlink_links_the_runtime_library_by_path(tmp_path):
@@ -75,5 +76,23 @@ def test_the_real_compiler_here_links_the_shared_library():
     toolchain.shared_libstdcxx_args.cache_clear()
     toolchain.compiler_version.cache_clear()
     args = toolchain.shared_libstdcxx_args(GXX)
-    # Either g++ links it itself, or we name the runtime library: never the archive.
-    assert args == () or (len(args) == 3 and args[1].endswith("libstdc++.so.6"))
+    assert args[0] == "-Wl,--push-state,--no-as-needed" and args[-1] == "-Wl,--pop-state"
+    assert args[1] == "-lstdc++" or args[1].endswith("libstdc++.so.6")
+
+
+@pytest.mark.skipif(GXX is None or shutil.which("readelf") is None, reason="needs g++ and readelf")
+def test_as_needed_link_keeps_libstdcxx_with_our_arguments(tmp_path):
+    """A library whose C++ references are all inline would lose libstdc++ under
+    --as-needed; the kernel must still name it."""
+    src = tmp_path / "k.cpp"
+    src.write_text('extern "C" int f(int v) { return v + 1; }\n')
+    toolchain.shared_libstdcxx_args.cache_clear()
+    toolchain.compiler_version.cache_clear()
+
+    def needed(extra):
+        lib = tmp_path / "k.so"
+        subprocess.run([GXX, "-shared", "-fPIC", str(src), "-Wl,--as-needed", *extra, "-o", str(lib)], check=True)
+        return subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
+
+    assert "libstdc++" not in needed([])
+    assert "libstdc++.so.6" in needed(list(toolchain.shared_libstdcxx_args(GXX)))

@@ -131,33 +131,37 @@ _LIBSTDCXX_RUNTIME_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-
 
 @functools.lru_cache(maxsize=None)
 def shared_libstdcxx_args(cxx: str) -> tuple[str, ...]:
-    """Link arguments that make `cxx` link libstdc++ as a shared library.
+    """Link arguments that make the kernel depend on the shared libstdc++.
 
-    g++ finds `libstdc++.so` in its own directory only when the matching
-    libstdc++-N-dev package left its symlink there; without it the linker
-    takes `libstdc++.a` from the same directory and the kernel carries a
-    private copy of libstdc++ beside the process's own. Seen on an Ubuntu
-    24.04 image with g++ 13: the private copy crashed (SIGSEGV) the first
-    time a TORCH_CHECK formatted a number. Then the runtime library is named
-    by path. Empty when g++ already links the shared one, or for clang."""
+    Two ways a g++ link leaves libstdc++.so.6 out of a kernel's NEEDED list:
+    `--as-needed` (Ubuntu's default) drops it when the references it would
+    satisfy are resolved elsewhere first, and a missing libstdc++-N-dev
+    symlink makes the linker take `libstdc++.a`. Either way the kernel's C++
+    runtime is not the process's: on the H200 image (Ubuntu 24.04, g++ 13)
+    such a kernel crashed (SIGSEGV in a stream insert) the first time a
+    TORCH_CHECK formatted a number. So libstdc++ is always linked, and by path
+    when g++ has no `libstdc++.so` of its own. Empty for clang."""
     if "clang" in compiler_version(cxx).lower():
         return ()
+    keep = ("-Wl,--push-state,--no-as-needed",)
     dev_link = _first_line([cxx, "-print-file-name=libstdc++.so"])
     if os.path.isabs(dev_link) and Path(dev_link).is_file():
-        return ()
+        return (*keep, "-lstdc++", "-Wl,--pop-state")
     runtime = _first_line([cxx, "-print-file-name=libstdc++.so.6"])
     candidates = [runtime] + [f"{d}/libstdc++.so.6" for d in _LIBSTDCXX_RUNTIME_DIRS]
     for candidate in candidates:
         if os.path.isabs(candidate) and Path(candidate).is_file():
-            return ("-Wl,--push-state,--no-as-needed", str(Path(candidate).resolve()), "-Wl,--pop-state")
+            return (*keep, str(Path(candidate).resolve()), "-Wl,--pop-state")
     raise BuildError(f"{cxx} would link libstdc++ statically into the kernel: it has no shared libstdc++ "
                      "(libstdc++.so) to link against", code="libstdcxx-static",
                      hint="install the libstdc++ development package of your g++ (e.g. libstdc++-13-dev), "
                           "or point CXX at a compiler that has one")
 
 
-# Defined only by libstdc++ itself: a library that exports them carries its own copy.
-_LIBSTDCXX_OWN_SYMBOLS = ("_ZNSt8ios_base4InitC1Ev", "_ZNSt6locale7classicEv")
+# Defined only by libstdc++ itself (explicit instantiations included): a kernel
+# that defines one carries its own copy of (part of) the C++ runtime.
+_LIBSTDCXX_OWN_SYMBOLS = ("_ZNSt8ios_base4InitC1Ev", "_ZNSt6locale7classicEv", "_ZNSo9_M_insertIlEERSoT_",
+                          "_ZNSt7num_putIcSt19ostreambuf_iteratorIcSt11char_traitsIcEEE2idE")
 
 
 def private_libstdcxx(library: Path) -> bool | None:
@@ -166,12 +170,12 @@ def private_libstdcxx(library: Path) -> bool | None:
     nm = shutil.which("nm")
     if nm is None:
         return None
-    try:
-        done = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                              timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    names = {line.split()[-1] for line in done.stdout.splitlines() if line.strip()}
+    names: set[str] = set()
+    for table in (["--defined-only"], ["-D", "--defined-only"]):  # the full table, and the exported one
+        try:
+            done = subprocess.run([nm, *table, str(library)], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode == 0:
+            names |= {line.split()[-1] for line in done.stdout.splitlines() if line.strip()}
     return any(symbol in names for symbol in _LIBSTDCXX_OWN_SYMBOLS)

@@ -5,7 +5,7 @@
 #     backtrace from cuda-gdb, which also debugs host code);
 #  2. where rmsnorm's time goes (scripts/gpu/probe_rmsnorm.py, then ncu);
 #  3. the tuner's knob sets (phase "tune"), and the libstdc++ fix (phase "verify").
-# Usage: diag_h200.sh early|verify|tune|async-build|async-smoke
+# Usage: diag_h200.sh early|verify|tune|async-build|async-smoke|async-bench
 set -uo pipefail
 PHASE=${1:-early}
 RES=${RES:-/tmp/results}
@@ -36,7 +36,8 @@ fi
 # built in the background at the start of a call, smoke-tested later.
 if [ "$PHASE" = async-build ]; then
   rm -rf /tmp/rms-async /tmp/async-built && cp -r $K /tmp/rms-async
-  sed -i 's/^cuda-flags = .*/cuda-flags = ["-O3", "-DRMSNORM_ASYNC_AUTO(r,n,f)=true"]/' /tmp/rms-async/build.toml
+  # (a macro with arguments cannot travel: nvcc splits -D values at commas)
+  sed -i 's/^cuda-flags = .*/cuda-flags = ["-O3", "-DRMSNORM_ASYNC=1"]/' /tmp/rms-async/build.toml
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site-async \
     .whl/kernels-*.whl
   PYTHONPATH="/tmp/site-async:$PWD" python3 -m pipeline build /tmp/rms-async --backend local --out /tmp/build-async \
@@ -53,8 +54,25 @@ if [ "$PHASE" = async-smoke ]; then
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('async smoke', d.get('passed'), d.get('counts')); [print('FAIL', r['check'], r['name'], r['seed'], (r['message'] or '')[:160]) for r in d['results'] if not r['passed']][:20]" "$RES/async-smoke.json"
   exit 0
 fi
+if [ "$PHASE" = async-bench ]; then
+  timeout 200 python3 -m pipeline bench /tmp/build-async --kernel /tmp/rms-async --reps "${REPS:-100}" \
+    --out "$RES/async-h200.json" --markdown "$RES/async-h200.md" > /dev/null 2> "$RES/async-bench.log"
+  echo "async bench rc=$?"
+  python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+print('copy', d['copy_bandwidth_gbs'])
+for r in d['results']:
+    t = r['times_us']
+    print(f\"  {r['name']:<34} {t['kernel']:8.1f} us {r['copy_fraction']['kernel']:.3f} \" + ' '.join(f'{b} {t[b]:.1f}' for b in r['baselines']))
+" "$RES/async-h200.json"
+  exit 0
+fi
 if [ "$PHASE" = verify ]; then
-  echo "-- libstdc++ as g++ sees it"
+  echo "-- the C++ compiler the build used, and its libstdc++"
+  echo "CXX=${CXX:-unset}"; command -v c++; c++ --version | head -1; readlink -f "$(command -v c++)"
+  c++ -print-file-name=libstdc++.so
+  python3 -c "import json,glob; print(json.load(open(glob.glob('$B/*/metadata.json')[0]))['provenance'])"
   g++ -print-file-name=libstdc++.so; g++ -print-file-name=libstdc++.so.6
   ls -la "$(dirname "$(g++ -print-libgcc-file-name)")"/libstdc++*
   so=$(find $B -name "_rmsnorm*.so" | head -1); echo "$so"

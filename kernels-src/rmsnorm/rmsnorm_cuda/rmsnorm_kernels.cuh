@@ -37,11 +37,16 @@
 #ifndef RMSNORM_STORE_CS
 #define RMSNORM_STORE_CS 1
 #endif
-// When choose_config takes rows_async over rows_reg (rows, row length in
-// 16-byte vectors, fused). See benchmarks/NOTES.md.
-#ifndef RMSNORM_ASYNC_AUTO
-#define RMSNORM_ASYNC_AUTO(rows, nvec, fused) false
+// When choose_config takes rows_async over rows_reg where both fit:
+// RMSNORM_ASYNC 0 never, 1 always, 2 by the measured rule below
+// (rows, row length in 16-byte vectors, fused). See benchmarks/NOTES.md.
+#ifndef RMSNORM_ASYNC
+#define RMSNORM_ASYNC 0
 #endif
+inline bool async_by_rule(int64_t rows, int nvec, bool fused) {
+  (void)rows; (void)nvec; (void)fused;
+  return RMSNORM_ASYNC == 1;
+}
 // rows_reg's __launch_bounds__: 512 threads, and optionally a minimum number
 // of resident blocks per SM (caps registers; unset by default).
 #ifdef RMSNORM_MIN_BLOCKS
@@ -472,7 +477,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       const bool async_fits = nvec <= 8 * 128 && atx <= 128;
       bool use_async = false;
       if (force_kind == 3) use_async = async_fits;
-      else if (force_kind < 0) use_async = async_fits && RMSNORM_ASYNC_AUTO(rows, nvec, fused);
+      else if (force_kind < 0) use_async = async_fits && async_by_rule(rows, nvec, fused);
       if (use_async) {
         c.kind = 3;
         c.vpt = avpt;

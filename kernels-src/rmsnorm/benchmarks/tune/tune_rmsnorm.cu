@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
       // kind 3: rows_async (its own block shape only).
       for (int kind : {0, 3}) for (int vpt : {0, 1, 2, 4, 8}) for (int ty : {0, 1, 2}) for (int cap : {0, 3, 4, 5}) {
         const int nvec = s.hidden / 8;
-        if (vpt * 512 < nvec) continue;
+        if (vpt && vpt * 512 < nvec) continue;  // a forced vpt that cannot cover the row
         if (cap && (vpt || ty)) continue;
         if (kind == 3 && (vpt || ty || cap)) continue;
         rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, 0, vpt, 0, ty, fused, kind);
