@@ -472,7 +472,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       c.tx = tx;
       c.ty = ty;
       // rows_async: 128-thread blocks, 4 or 8 vectors per thread.
-      const int avpt = nvec <= 4 * 128 ? 4 : 8;
+      const int avpt = (force_kind == 3 && (force_vpt == 4 || force_vpt == 8)) ? force_vpt : (nvec <= 4 * 128 ? 4 : 8);
       const int atx = round_up_32((nvec + avpt - 1) / avpt);
       const bool async_fits = nvec <= 8 * 128 && atx <= 128;
       bool use_async = false;

@@ -150,11 +150,15 @@ int main(int argc, char** argv) {
       // cap: blocks per multiprocessor forced down with unused dynamic shared
       // memory (0: as many as registers allow), default configuration only.
       // kind 3: rows_async (its own block shape only).
-      for (int kind : {0, 3}) for (int vpt : {0, 1, 2, 4, 8}) for (int ty : {0, 1, 2}) for (int cap : {0, 3, 4, 5}) {
+      // TUNE_ASYNC_ONLY=1: rows_async's shapes only (vectors per thread 4 or 8,
+      // rows per block, caps of 8 and 12 blocks per multiprocessor).
+      const bool async_only = getenv("TUNE_ASYNC_ONLY") != nullptr;
+      for (int kind : {0, 3}) for (int vpt : {0, 1, 2, 4, 8}) for (int ty : {0, 1, 2}) for (int cap : {0, 3, 4, 5, 8, 12}) {
         const int nvec = s.hidden / 8;
         if (vpt && vpt * 512 < nvec) continue;  // a forced vpt that cannot cover the row
-        if (cap && (vpt || ty)) continue;
-        if (kind == 3 && (vpt || ty || cap)) continue;
+        if (kind == 0 && (async_only ? (vpt || ty || cap) : (cap > 5 || (cap && (vpt || ty))))) continue;
+        if (kind == 3 && !async_only && (vpt || ty || cap)) continue;
+        if (kind == 3 && async_only && ((vpt && vpt != 8) || (cap && cap < 8) || (cap && (vpt || ty)))) continue;
         rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, resident, 0, vpt, 0, ty, fused, kind);
         if (ty && c.ty != ty) continue;
         if (c.kind != kind || (vpt && c.vpt != vpt)) continue;
@@ -163,7 +167,8 @@ int main(int argc, char** argv) {
         const void* kfn = fused ? rmsnorm::kernel_ptr<T, true>(c) : rmsnorm::kernel_ptr<T, false>(c);
         CK(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
         if (cap) {
-          smem = (size_t)prop.sharedMemPerMultiprocessor / cap - 2048;
+          const size_t share = (size_t)prop.sharedMemPerMultiprocessor / cap;
+          smem = share > c.smem + 2048 ? share - c.smem - 2048 : 0;
           CK(cudaFuncSetAttribute(kfn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, c.tx * c.ty, c.smem + smem));
