@@ -28,6 +28,10 @@ Each dict is one case, called once per seed with fresh random inputs:
                torch.compile(fullgraph=True) with eager (first seed only; these
                are slow, so mark a few cases per op)
     tolerance  optional float: a tighter bound than the dtype's default
+    devices    optional, subset of {"cuda", "cpu", ...}: the device types the
+               case is for (default: all). For large cases that only matter
+               where a kernel switches code paths by size; the report counts
+               the cases left out
 
 What the harness does with each case and seed: draws the inputs; replaces each
 contiguous output by a view into a NaN-filled buffer with a NaN guard band on
@@ -87,6 +91,7 @@ class SmokeReport:
     device: str
     project: str
     results: tuple[CaseResult, ...] = field(default_factory=tuple)
+    left_out: tuple[str, ...] = ()  # cases declared for other device types
 
     @property
     def passed(self) -> bool:
@@ -105,6 +110,7 @@ class SmokeReport:
             "project": self.project,
             "passed": self.passed,
             "counts": {"total": len(self.results), "failed": len(self.failures)},
+            "left_out": {"reason": "the case's `devices` excludes this device type", "cases": list(self.left_out)},
             "results": [asdict(r) for r in self.results],
         }
 
@@ -200,6 +206,9 @@ def load_cases(project_root: Path) -> list[dict]:
         unknown = set(case.get("checks", ())) - {"opcheck", "compile"}
         if unknown:
             problems.append(f"case {case.get('name')!r}: unknown checks {sorted(unknown)}")
+        devices = case.get("devices", ())
+        if isinstance(devices, str) or not all(isinstance(d, str) for d in devices):
+            problems.append(f"case {case.get('name')!r}: devices must be a tuple of device types, e.g. ('cuda',)")
     if problems or not cases:
         raise SmokeError("the case file does not follow the contract: " + ("; ".join(problems) or "no cases"),
                          path=str(path), code="S008", hint="see pipeline/smoke.py's docstring")
@@ -327,11 +336,21 @@ def _short(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
+def for_device(cases: list[dict], device_type: str) -> tuple[list[dict], list[str]]:
+    """The cases meant for `device_type`, and the names of the others."""
+    kept, left_out = [], []
+    for case in cases:
+        devices = case.get("devices")
+        (kept if not devices or device_type in devices else left_out).append(case)
+    return kept, [c["name"] for c in left_out]
+
+
 def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, progress: Progress | None = None,
               op_checks: bool = True) -> list[CaseResult]:
-    """Run `cases` against a loaded kernel module (its `ops` namespace)."""
+    """Run the cases meant for `device` against a loaded kernel module (its `ops` namespace)."""
     import torch
 
+    cases, _ = for_device(cases, device.type)
     ops = getattr(module, "ops", None)
     if ops is None:
         raise SmokeError("the kernel module has no `ops` (expected `from ._ops import ops` in __init__.py)",
@@ -386,7 +405,8 @@ def run_smoke(build_dir: Path, project_root: Path | None = None, *, seeds=DEFAUL
         device = torch.device("cuda")
     else:
         device = torch.device("cpu")
+    cases, left_out = for_device(cases, device.type)
     results = run_cases(loaded.module, cases, device, seeds=tuple(seeds), progress=progress, op_checks=op_checks)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     return SmokeReport(kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
-                       device=device_name, project=str(project), results=tuple(results))
+                       device=device_name, project=str(project), results=tuple(results), left_out=tuple(left_out))

@@ -144,6 +144,30 @@ def test_case_file_contract_is_checked(tmp_path):
     assert "no 'make'" in exc.value.message and exc.value.code == "S008"
 
 
+def test_cases_for_other_devices_are_left_out_and_counted():
+    called = []
+    results = smoke.run_cases(_ops(scale=lambda out, x: called.append(1) or out.copy_(x * 2)),
+                              [_scale_case(devices=("cuda",))], torch.device("cpu"), seeds=(0,))
+    assert results == [] and called == []
+    kept, left_out = smoke.for_device([_scale_case(devices=("cpu", "cuda")), _scale_case(devices=("cuda",))], "cpu")
+    assert len(kept) == 1 and left_out == ["scale/4x33"]
+
+
+def test_devices_must_be_a_tuple_of_names(tmp_path):
+    root = _write_cases(tmp_path / "k", "def smoke_cases():\n    return [{'name': 'a', 'op': 'x', 'make': 0, "
+                                        "'outputs': (0,), 'reference': 0, 'devices': 'cuda'}]\n")
+    with pytest.raises(SmokeError) as exc:
+        smoke.load_cases(root)
+    assert "devices must be a tuple" in exc.value.message
+
+
+def test_rmsnorm_has_cases_for_its_cuda_shared_memory_path():
+    """rows_async takes over from 8 MiB of rows (rms_norm) and 32 MiB (fused)."""
+    cuda_only = [c for c in smoke.load_cases(RMSNORM) if c.get("devices") == ("cuda",)]
+    assert {c["op"] for c in cuda_only} == {"rms_norm", "fused_add_rms_norm"}
+    assert any("4096x4096" in c["name"] and c["op"] == "fused_add_rms_norm" for c in cuda_only)
+
+
 def test_case_file_that_raises_is_reported(tmp_path):
     root = _write_cases(tmp_path / "k", "def smoke_cases():\n    raise ValueError('bad')\n")
     with pytest.raises(SmokeError, match="ValueError: bad"):
@@ -213,7 +237,8 @@ def test_planted_ignored_weight_is_caught(planted_builds):
     report = smoke.run_smoke(planted_builds["ignore-weight"], RMSNORM, op_checks=False)
     assert not report.passed
     failed = {r.name for r in report.failures}
-    nonempty = {c["name"] for c in smoke.load_cases(RMSNORM) if "/0x" not in c["name"] and "x0x" not in c["name"]}
+    cpu_cases, _ = smoke.for_device(smoke.load_cases(RMSNORM), "cpu")
+    nonempty = {c["name"] for c in cpu_cases if "/0x" not in c["name"] and "x0x" not in c["name"]}
     assert nonempty <= failed
 
 

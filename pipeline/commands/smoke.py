@@ -47,5 +47,7 @@ def run(args, output) -> int:
             worst = max(values, key=lambda r: r.error / r.bound)
             output.result(f"worst error/bound: {worst.error:.3g} / {worst.bound:g} ({worst.name})")
         n = len(report.results)
+        if report.left_out:
+            output.info(f"{len(report.left_out)} case(s) are declared for other device types and were not run here")
         output.result(f"{'PASS' if report.passed else 'FAIL'}: {n - len(report.failures)}/{n} checks passed")
     return 0 if report.passed else 7

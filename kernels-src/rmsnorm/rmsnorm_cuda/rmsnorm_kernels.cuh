@@ -38,15 +38,10 @@
 #define RMSNORM_STORE_CS 1
 #endif
 // When choose_config takes rows_async over rows_reg where both fit:
-// RMSNORM_ASYNC 0 never, 1 always, 2 by the measured rule below
-// (rows, row length in 16-byte vectors, fused). See benchmarks/NOTES.md.
+// RMSNORM_ASYNC 0 never, 1 always, 2 by the measured rule in async_by_rule.
 #ifndef RMSNORM_ASYNC
-#define RMSNORM_ASYNC 0
+#define RMSNORM_ASYNC 2
 #endif
-inline bool async_by_rule(int64_t rows, int nvec, bool fused) {
-  (void)rows; (void)nvec; (void)fused;
-  return RMSNORM_ASYNC == 1;
-}
 // rows_reg's __launch_bounds__: 512 threads, and optionally a minimum number
 // of resident blocks per SM (caps registers; unset by default).
 #ifdef RMSNORM_MIN_BLOCKS
@@ -432,6 +427,16 @@ inline size_t async_smem_bytes(int hidden, int elem_size, int ty, bool fused) {
 
 inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
 
+// rows_async pays off once there are more rows than rows_reg keeps in flight
+// (H200, bf16, one `pipeline bench` run each; benchmarks/NOTES.md): from 8 MiB
+// of input rows for rms_norm (1024 x 4096: 9.3 against 9.7 us; 512 x 4096
+// and 1024 x 2048 are 0.1-0.4 us slower), from 32 MiB for fused (its staging
+// buffer is twice as large, 13 blocks per multiprocessor instead of 16).
+inline bool async_by_rule(int64_t rows, int nvec, bool fused) {
+  if (RMSNORM_ASYNC != 2) return RMSNORM_ASYNC == 1;
+  return rows * (int64_t)nvec >= (fused ? (int64_t(1) << 21) : (int64_t(1) << 19));
+}
+
 // `resident_blocks(threads)`: how many blocks of that size fit on the whole
 // device at once (multiprocessors * blocks per multiprocessor).
 // `max_waves` caps the grid at that many device-fulls of blocks; the grid-stride
@@ -471,7 +476,9 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       c.vpt = vpt;
       c.tx = tx;
       c.ty = ty;
-      // rows_async: 128-thread blocks, 4 or 8 vectors per thread.
+      // rows_async: 128-thread blocks, 4 vectors per thread (8 past 512 vectors);
+      // 64-thread blocks of 8 vectors and caps of 8-12 blocks per multiprocessor
+      // were slower or level (NOTES.md).
       const int avpt = (force_kind == 3 && (force_vpt == 4 || force_vpt == 8)) ? force_vpt : (nvec <= 4 * 128 ? 4 : 8);
       const int atx = round_up_32((nvec + avpt - 1) / avpt);
       const bool async_fits = nvec <= 8 * 128 && atx <= 128;

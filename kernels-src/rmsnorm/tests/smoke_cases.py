@@ -4,7 +4,8 @@ Every dtype (bf16, fp16, fp32) x both ops x these layouts: hidden sizes that
 are and are not multiples of 8 (1, 7, 33, 2048, 4096, 4100, 5120, 8192), one to
 three leading dimensions, a row-strided slice, a transposed (non-foldable)
 input, a misaligned pointer (scalar path), more rows than the device holds at
-once (grid-stride loop), a large eps, and empty batches. Weights are random
+once (grid-stride loop), batches large enough for the shared-memory kernel
+(rows_async), a large eps, and empty batches. Weights are random
 normal (negative entries included), inputs randomly scaled.
 """
 
@@ -92,7 +93,7 @@ def _fused_case(tag, dtype, shape, layout="contiguous", eps=1e-6, checks=()):
     }
 
 
-# (shape, layout, eps, checks)
+# (shape, layout, eps, checks[, devices])
 LAYOUTS = [
     ((5, 1), "contiguous", 1e-6, ()),
     ((3, 7), "contiguous", 1e-6, ()),
@@ -107,6 +108,10 @@ LAYOUTS = [
     ((3, 4, 1024), "transposed", 1e-6, ()),
     ((5, 2048), "misaligned", 1e-6, ()),
     ((9000, 256), "contiguous", 1e-6, ()),
+    # Large enough for the CUDA kernel's shared-memory path (rows_async):
+    # CUDA only, where the path exists (they add ~20 s to a CPU run).
+    ((4096, 4096), "contiguous", 1e-6, (), ("cuda",)),  # rms_norm and fused
+    ((2048, 3072), "row-strided", 1e-6, (), ("cuda",)),  # rms_norm, with a row stride
     ((64, 4096), "contiguous", 0.5, ()),
     ((0, 4096), "contiguous", 1e-6, ()),
     ((2, 0, 7), "contiguous", 1e-6, ()),
@@ -116,7 +121,10 @@ LAYOUTS = [
 def smoke_cases() -> list[dict]:
     cases = []
     for tag, dtype in DTYPES.items():
-        for shape, layout, eps, checks in LAYOUTS:
-            cases.append(_rms_norm_case(tag, dtype, shape, layout, eps, checks))
-            cases.append(_fused_case(tag, dtype, shape, layout, eps, checks))
+        for shape, layout, eps, checks, *devices in LAYOUTS:
+            for case in (_rms_norm_case(tag, dtype, shape, layout, eps, checks),
+                         _fused_case(tag, dtype, shape, layout, eps, checks)):
+                if devices:
+                    case["devices"] = devices[0]
+                cases.append(case)
     return cases
