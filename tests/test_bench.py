@@ -113,14 +113,17 @@ def test_rmsnorm_bench_cases_cover_the_brief():
     assert row["bytes"] == 2 * 8192 * 4096 * 2 + 4096 * 2
 
 
-def test_committed_h200_results_have_their_command():
-    path = RMSNORM / "benchmarks" / "results" / "h200.json"
-    if not path.exists():
-        pytest.skip("no recorded H200 results yet")
+@pytest.mark.parametrize("kernel", ["rmsnorm", "geglu", "rope", "adaln"])
+def test_committed_h200_results_have_their_command(kernel):
+    path = REPO / "kernels-src" / kernel / "benchmarks" / "results" / "h200.json"
+    assert path.exists(), f"{kernel}: no recorded H200 benchmark"
     data = json.loads(path.read_text())
-    assert data["command"].startswith("python -m pipeline bench")
-    assert "H200" in data["device"]
-    assert "rms_norm" in bench.markdown_table(path)
+    assert data["command"].startswith(f"python -m pipeline bench /tmp/build-{kernel} --kernel kernels-src/{kernel}")
+    assert "H200" in data["device"] and data["copy_bandwidth_gbs"] > 3000
+    names = {r["name"] for r in data["results"]}
+    cases = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / kernel)}
+    assert names == cases, "the recorded run must cover the kernel's current bench cases"
+    assert "of copy BW" in bench.markdown_table(path)
 
 
 @pytest.mark.slow
