@@ -42,6 +42,16 @@
 #ifndef RMSNORM_ASYNC
 #define RMSNORM_ASYNC 2
 #endif
+// rows_async: prefetch the weight into L1 while the row is in flight, so the
+// weight loads after the row sum hit L1 instead of waiting on L2.
+#ifndef RMSNORM_ASYNC_W_PREFETCH
+#define RMSNORM_ASYNC_W_PREFETCH 0
+#endif
+// rows_async: load the weight into registers before the row sum's barrier
+// (its latency overlaps the barrier) rather than after it.
+#ifndef RMSNORM_ASYNC_W_EARLY
+#define RMSNORM_ASYNC_W_EARLY 0
+#endif
 // rows_reg's __launch_bounds__: 512 threads, and optionally a minimum number
 // of resident blocks per SM (caps registers; unset by default).
 #ifdef RMSNORM_MIN_BLOCKS
@@ -294,6 +304,13 @@ __global__ void __launch_bounds__(128) rows_async(Params<T> p) {
       }
     }
   }
+#if RMSNORM_ASYNC_W_PREFETCH && defined(__CUDA_ARCH__)
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    const int c = i * TX + tx;
+    if (c < nvec) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p.weight + (int64_t)c * N));
+  }
+#endif
   copy16_wait_all();
   float ss = 0.f;
   if (live) {
@@ -323,6 +340,14 @@ __global__ void __launch_bounds__(128) rows_async(Params<T> p) {
       }
     }
   }
+#if RMSNORM_ASYNC_W_EARLY
+  V wr[VPT];
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    const int c = i * TX + tx;
+    if (c < nvec) wr[i] = load_ro(p.weight + (int64_t)c * N);
+  }
+#endif
   ss = group_sum(ss, tx, ty, TX, red, 0);
   const float inv = rsqrtf(ss * (1.f / (float)p.hidden) + p.eps);
   if (live) {
@@ -332,7 +357,11 @@ __global__ void __launch_bounds__(128) rows_async(Params<T> p) {
       if (c < nvec) {
         V a, wv;
         a.u = xs[c];
+#if RMSNORM_ASYNC_W_EARLY
+        wv = wr[i];
+#else
         wv = load_ro(p.weight + (int64_t)c * N);
+#endif
         float f[N], g[N];
         unpack(a, f);
         unpack(wv, g);
