@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
         if (cap) {
           const size_t share = (size_t)prop.sharedMemPerMultiprocessor / cap;
           smem = share > c.smem + 2048 ? share - c.smem - 2048 : 0;
-          CK(cudaFuncSetAttribute(kfn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(c.smem + smem)));
+          // The largest a block may opt into: the best configuration is launched again later.
+          CK(cudaFuncSetAttribute(kfn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prop.sharedMemPerBlockOptin));
         }
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, c.tx * c.ty, c.smem + smem));
         if (cap && per_sm > cap) continue;
