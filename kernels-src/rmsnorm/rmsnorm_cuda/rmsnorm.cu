@@ -44,14 +44,24 @@ int64_t resident_blocks(int kind, int vpt, int threads) {
 
 // rows_async wants the L1/shared split at its shared-memory end, so that its
 // staging buffers, not the carveout, bound the blocks per multiprocessor. Set
-// once per kernel (the attribute belongs to the function, for every device).
-template <typename T, bool FUSED>
-void prefer_shared_memory(const rmsnorm::Config& c) {
-  static std::once_flag once4, once8;
-  std::call_once(c.vpt == 4 ? once4 : once8, [&] {
+// once per kernel (the attribute belongs to the function, for every device),
+// through a function-local static: std::call_once would need pthread_once from
+// glibc 2.34, past the manylinux_2_28 policy.
+template <typename T, bool FUSED, int VPT>
+void prefer_shared_memory_once() {
+  static const bool done = [] {
+    rmsnorm::Config c{3, VPT, 128, 1, 1, 0};
     C10_CUDA_CHECK(cudaFuncSetAttribute(rmsnorm::kernel_ptr<T, FUSED>(c), cudaFuncAttributePreferredSharedMemoryCarveout,
                                         cudaSharedmemCarveoutMaxShared));
-  });
+    return true;
+  }();
+  (void)done;
+}
+
+template <typename T, bool FUSED>
+void prefer_shared_memory(const rmsnorm::Config& c) {
+  if (c.vpt == 4) prefer_shared_memory_once<T, FUSED, 4>();
+  else prefer_shared_memory_once<T, FUSED, 8>();
 }
 
 template <typename T, bool FUSED>
