@@ -44,6 +44,11 @@ done
 wait "${pids[@]}"   # these PIDs only: a bare `wait` would also wait for the tee above
 for k in $KERNELS; do echo "-- $k"; tail -3 "$RES/$k-build.log"; done
 echo "build took $(( $(date +%s) - t0 )) s"; pack
+echo "== check (python -m pipeline check: layout, metadata, manylinux_2_28 and abi3 symbols)"
+for k in $KERNELS; do
+  python3 -m pipeline check "/tmp/build-$k" --no-matrix --json > "$RES/$k-check.json" 2> "$RES/$k-check.log"
+  echo "check $k rc=$?"; grep -E "C0[0-9]+|error" "$RES/$k-check.log" | head -5
+done
 if [ -n "${EXTRA:-}" ]; then
   echo "== extra: $EXTRA"
   timeout "$(left)" bash -c "$EXTRA"; echo "extra rc=$?"; pack
