@@ -226,7 +226,12 @@ def _describe_variant(parsed) -> tuple[str | None, str | None, str | None]:
 
 
 def _check_abi(so: Path, rel: str, os_name: str | None, col: _Collector) -> None:
-    import kernel_abi_check as kac
+    try:
+        import kernel_abi_check as kac
+    except ImportError:
+        col.error(rel, "C006", "kernel-abi-check is not installed, so this library's symbols were not checked",
+                  hint="pip install kernel-abi-check (a dependency of kernel-pipeline)")
+        return
 
     try:
         obj = kac.ObjectFile(so)

@@ -167,3 +167,12 @@ def test_cli_reports_the_matrix_of_a_workspace_kernel(tmp_path, build):
     coverage = json.loads(out.stdout)["coverage"]
     assert coverage["covered"] == [host_cpu_variant()]
     assert len(coverage["expected"]) > 1 and host_cpu_variant() not in coverage["missing"]
+
+
+def test_missing_kernel_abi_check_is_an_error_not_a_traceback(build, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "kernel_abi_check", None)  # `import` now raises ImportError
+    report = check_bundle(build)
+    assert codes(report) == ["C006"]
+    assert "kernel-abi-check is not installed" in report.errors[0].message

@@ -22,9 +22,9 @@ left() { echo $(( DEADLINE - ($(date +%s) - START) )); }
 pack() { tar -C "$RES" -czf "$OUT/results.tgz" . ; }
 exec > >(tee -a "$RES/log.txt") 2>&1
 
-if ls .whl/kernels-*.whl >/dev/null 2>&1; then
+if ls .whl/*.whl >/dev/null 2>&1; then  # kernels, kernel-abi-check: not on the H200 image
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/kernels-*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+    .whl/*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" MAX_JOBS="${MAX_JOBS:-4}"
