@@ -29,6 +29,7 @@ from pipeline.errors import Problem, ValidationError
 from pipeline.project.config import (
     check_backends,
     check_capabilities,
+    check_cuda_flags,
     check_hub,
     check_python_depends,
     check_versions,
@@ -120,6 +121,7 @@ def _validate_project(root: Path, shown: str, text: str, data: dict) -> Validati
     check_hub(sink, project, text)
     allowed = check_python_depends(sink, project, text, python_dep_table())
     check_capabilities(sink, project, text)
+    check_cuda_flags(sink, project, text)
     tree = Tree(root)
     index = check_src(sink, project, text, tree)
     sources = {rel: read_source(project.root / rel) for rel, _i, _o in index.files

@@ -108,6 +108,19 @@ def _capability_kept(cap: re.Match, known: tuple[str, ...]) -> bool:
     return any((t[0] == major or ptx) and t >= (major, minor) for t in targets)
 
 
+def check_cuda_flags(sink: Sink, p: KernelProject, text: str) -> None:
+    """nvcc splits option values at commas, so a -D whose definition holds one
+    reaches the compiler as several broken macros (seen: rmsnorm's
+    -DRMSNORM_ASYNC_AUTO(r,n,f)=true broke cuda_bf16.h with 9 errors)."""
+    for k in p.kernels:
+        flags = list(k.cuda_flags)
+        for i, flag in enumerate(flags):
+            value = flag[2:] if flag.startswith("-D") else (flags[i + 1] if flag == "-D" and i + 1 < len(flags) else None)
+            if value and "," in value:
+                sink.add("cuda-flags-macro-comma", f"[kernel.{k.name}] cuda-flags has {flag if flag != '-D' else value!r}: "
+                         f"nvcc splits it at the comma", BUILD_TOML, line_of(text, re.escape(value.split(",")[0])))
+
+
 def check_capabilities(sink: Sink, p: KernelProject, text: str) -> None:
     known = rule_data().cuda_capabilities
     for k in p.kernels:
