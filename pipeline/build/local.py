@@ -550,8 +550,7 @@ def build_local(project: "KernelProject", out: Path, *, variant: str | None, pro
             library.unlink()
             raise BuildError(f"{library.name} holds its own copy of libstdc++ (linked statically); it would "
                              "crash the first time it formats a message", code="libstdcxx-static",
-                             path=str(project.root), hint="install the libstdc++ development package of your "
-                             "g++ (e.g. libstdc++-13-dev), or point CXX at a compiler that has one")
+                             path=str(project.root), hint=toolchain.LIBSTDCXX_HINT)
         stamp.deps = recorded_deps(work, project.root)
         ckey = compile_key(project, plan, stamp.deps)
     else:

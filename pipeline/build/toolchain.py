@@ -123,6 +123,9 @@ def python_version() -> str:
     return ".".join(map(str, sys.version_info[:3]))
 
 
+LIBSTDCXX_HINT = ("install the libstdc++ development package of your g++ (e.g. libstdc++-13-dev), "
+                  "or point CXX at a compiler that has one")
+
 # Where a distribution ships the runtime libstdc++ (the shared object that
 # g++'s own `libstdc++.so` development link points at).
 _LIBSTDCXX_RUNTIME_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
@@ -154,8 +157,7 @@ def shared_libstdcxx_args(cxx: str) -> tuple[str, ...]:
             return (*keep, str(Path(candidate).resolve()), "-Wl,--pop-state")
     raise BuildError(f"{cxx} would link libstdc++ statically into the kernel: it has no shared libstdc++ "
                      "(libstdc++.so) to link against", code="libstdcxx-static",
-                     hint="install the libstdc++ development package of your g++ (e.g. libstdc++-13-dev), "
-                          "or point CXX at a compiler that has one")
+                     hint=LIBSTDCXX_HINT)
 
 
 # Defined only by libstdc++ itself (explicit instantiations included): a kernel

@@ -4,7 +4,8 @@
 #  1. the error-path segfault of rmsnorm's own tests (plain run, then a native
 #     backtrace from cuda-gdb, which also debugs host code);
 #  2. where rmsnorm's time goes (scripts/gpu/probe_rmsnorm.py, then ncu);
-#  3. the tuner's knob sets (phase "tune"), and the libstdc++ fix (phase "verify").
+#  3. the standalone tuner, one binary per knob set (phase "tune": TUNE_VARIANTS,
+#     TUNE_ASYNC_ONLY), and the libstdc++ fix (phase "verify").
 # Usage: diag_h200.sh early|verify|tune|async-build|async-smoke|async-bench
 set -uo pipefail
 PHASE=${1:-early}
