@@ -42,28 +42,6 @@ int64_t resident_blocks(int kind, int vpt, int threads) {
   return n;
 }
 
-// rows_async wants the L1/shared split at its shared-memory end, so that its
-// staging buffers, not the carveout, bound the blocks per multiprocessor. Set
-// once per kernel (the attribute belongs to the function, for every device),
-// through a function-local static: std::call_once would need pthread_once from
-// glibc 2.34, past the manylinux_2_28 policy.
-template <typename T, bool FUSED, int VPT>
-void prefer_shared_memory_once() {
-  static const bool done = [] {
-    rmsnorm::Config c{3, VPT, 128, 1, 1, 0};
-    C10_CUDA_CHECK(cudaFuncSetAttribute(rmsnorm::kernel_ptr<T, FUSED>(c), cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)done;
-}
-
-template <typename T, bool FUSED>
-void prefer_shared_memory(const rmsnorm::Config& c) {
-  if (c.vpt == 4) prefer_shared_memory_once<T, FUSED, 4>();
-  else prefer_shared_memory_once<T, FUSED, 8>();
-}
-
 template <typename T, bool FUSED>
 void run(rmsnorm::Params<T> p, bool aligned) {
   // See benchmarks/NOTES.md: the grid is capped at this many device-fulls of
@@ -74,7 +52,9 @@ void run(rmsnorm::Params<T> p, bool aligned) {
                                       return resident_blocks<T, FUSED>(kind, vpt, threads);
                                     },
                                     kMaxWaves, 0, 0, 0, FUSED);
-  if (cfg.kind == 3) prefer_shared_memory<T, FUSED>(cfg);
+  // rows_async's L1/shared split is left to the driver, which sizes it for
+  // the launch's occupancy: forcing the largest shared memory cost ~0.5 us
+  // per call on the H200 and gained nothing (benchmarks/NOTES.md, version 3).
   C10_CUDA_CHECK((rmsnorm::launch<T, FUSED>(p, cfg, at::cuda::getCurrentCUDAStream())));
 }
 

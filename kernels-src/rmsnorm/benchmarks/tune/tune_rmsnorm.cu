@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "rmsnorm_kernels.cuh"
+#include "rmsnorm_experimental.cuh"
 
 #define CK(...)                                                                        \
   do {                                                                                 \
@@ -80,6 +80,137 @@ __global__ void fill(T* p, size_t n, unsigned seed) {
   }
 }
 
+
+// TUNE_CARVEOUT: the shared-memory carveout (percent) set on every kernel
+// with shared-memory staging; unset or -1 leaves it to the driver, as the
+// extension does (NOTES.md: setting the maximum cost ~0.5 us per call).
+static int carveout_setting() { return getenv("TUNE_CARVEOUT") ? atoi(getenv("TUNE_CARVEOUT")) : -1; }
+
+static cudaError_t launch_any(const rmsnorm::Params<T>& p, const rmsnorm::Config& c, bool fused) {
+  if (c.kind == 4 || c.kind == 5)
+    return fused ? rmsnorm::experimental_launch<T, true>(p, c, 0) : rmsnorm::experimental_launch<T, false>(p, c, 0);
+  return fused ? rmsnorm::launch<T, true>(p, c, 0) : rmsnorm::launch<T, false>(p, c, 0);
+}
+
+// TUNE_FOCUS=1: the shapes the targets name, each design in turn, ROUNDS
+// interleaved rounds (median of REPS each) so that drift hits every candidate
+// alike; prints the median over rounds and the best round. "copy" is a device
+// copy of the same bytes, the floor a kernel of this size can reach by this
+// method. Candidates: rows_reg, rows_async (two rows per 256-thread block
+// too, when built with RMSNORM_ASYNC_MAX_THREADS=256), and the experimental
+// rows_tma and rows_pipe (rmsnorm_experimental.cuh, several grid sizes).
+static int focus(T* x, T* r, T* o, T* ro, T* w, T* ref, T* ref_ro, const cudaDeviceProp& prop, double copy_gbs) {
+  const int rounds = getenv("TUNE_ROUNDS") ? atoi(getenv("TUNE_ROUNDS")) : 5;
+  const int carveout = carveout_setting();
+  printf("focus: rounds=%d carveout=%d TMA_STORE=%d CP_L2PF=%d ASYNC_MAX_THREADS=%d\n", rounds, carveout,
+         RMSNORM_TMA_STORE, RMSNORM_CP_L2PF, RMSNORM_ASYNC_MAX_THREADS);
+  struct Shape { int64_t rows; int hidden; bool fused; };
+  const Shape shapes[] = {{8192, 4096, false}, {2048, 4096, false}, {32768, 4096, false}, {4096, 2048, false},
+                          {1024, 4096, false}, {8192, 4096, true},  {2048, 4096, true}};
+  auto noop = [](int, int, int) -> int64_t { return 0; };
+  for (const Shape& s : shapes) {
+    const size_t n = (size_t)s.rows * s.hidden;
+    const double bytes = (s.fused ? 4.0 : 2.0) * n * 2 + s.hidden * 2;
+    rmsnorm::Params<T> p{o, ro, x, r, w, s.rows, s.hidden, s.hidden, s.hidden, 1e-6f};
+    rmsnorm::Params<T> pr = p;
+    pr.out = ref;
+    pr.residual_out = ref_ro;
+    rmsnorm::Config refc{2, 1, 256, 1, std::min<int64_t>(s.rows, 65535)};
+    if (s.fused) CK((rmsnorm::launch<T, true>(pr, refc, 0))); else CK((rmsnorm::launch<T, false>(pr, refc, 0)));
+    CK(cudaDeviceSynchronize());
+    // copy: 1 cudaMemcpy of the same bytes, 2 copy_kernel, 3 row_copy_async
+    // (plain rms_norm shapes only).
+    struct Cand { std::string name; rmsnorm::Config c; int copy; };
+    std::vector<Cand> cands;
+    cands.push_back({"copy (same bytes)", {}, 1});
+    cands.push_back({"copy kernel (same bytes)", {}, 2});
+    if (!s.fused) {
+      rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, noop, 0, 0, 0, 0, false, 3);
+      if (c.kind == 3 && c.ty == 1 && c.vpt == 4) cands.push_back({"row copy through smem (no reduction)", c, 3});
+    }
+    for (int kind : {0, 3, 30, 4, 5}) {  // 30: rows_async, two rows per block
+      if (kind == 30 && RMSNORM_ASYNC_MAX_THREADS < 256) continue;
+      rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, noop, 0, 0, 0, kind == 30 ? 2 : 0,
+                                                 s.fused, kind == 0 ? 0 : 3);
+      if (c.kind != (kind == 0 ? 0 : 3) || (kind == 30 && c.ty != 2)) continue;
+      if (kind == 4 || kind == 5) c = rmsnorm::experimental_config(c, kind, s.hidden, 2, s.fused);
+      const void* kfn = kind == 4 || kind == 5
+                            ? (s.fused ? rmsnorm::experimental_kernel_ptr<T, true>(c) : rmsnorm::experimental_kernel_ptr<T, false>(c))
+                            : (s.fused ? rmsnorm::kernel_ptr<T, true>(c) : rmsnorm::kernel_ptr<T, false>(c));
+      if (kind != 0 && carveout >= 0)
+        CK(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
+      int per_sm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, c.tx * c.ty, c.smem));
+      char name[96];
+      if (kind != 5) {
+        snprintf(name, sizeof name, "%s vpt=%d tx=%d ty=%d %d/SM", kind == 0 ? "reg" : (kind == 4 ? "tma" : "async"),
+                 c.vpt, c.tx, c.ty, per_sm);
+        cands.push_back({name, c, false});
+        continue;
+      }
+      const int64_t resident = (int64_t)per_sm * prop.multiProcessorCount;
+      // resident: as many blocks as fit; balanced: the fewest blocks that keep
+      // the same rows per block but give every block the same count.
+      const int64_t per_block = (s.rows + resident - 1) / resident;
+      for (int64_t g : {resident, (s.rows + per_block - 1) / per_block, (s.rows + 1) / 2, (s.rows + 3) / 4}) {
+        if (g > s.rows || g < 1) continue;
+        rmsnorm::Config cg = c;
+        cg.grid = g;
+        snprintf(name, sizeof name, "pipe vpt=%d %d/SM grid=%lld (%.2f rows/block)", c.vpt, per_sm, (long long)g,
+                 (double)s.rows / g);
+        cands.push_back({name, cg, false});
+      }
+    }
+    std::vector<std::vector<float>> t(cands.size());
+    for (size_t k = 0; k < cands.size(); ++k) {
+      if (cands[k].copy) continue;
+      CK(cudaMemset(o, 0xff, n * 2));
+      CK(cudaMemset(ro, 0xff, n * 2));
+      CK(launch_any(p, cands[k].c, s.fused));
+      CK(cudaDeviceSynchronize());
+      size_t bad = 0;
+      for (int which = 0; which < (s.fused ? 2 : 1); ++which) {
+        std::vector<unsigned short> ha(n), hb(n);
+        CK(cudaMemcpy(ha.data(), which ? ro : o, n * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hb.data(), which ? ref_ro : ref, n * 2, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; ++i) { int d = (int)ha[i] - (int)hb[i]; if (d > 2 || d < -2) ++bad; }
+      }
+      if (bad) cands[k].name += " MISMATCH(" + std::to_string(bad) + ")";
+    }
+    for (int round = 0; round < rounds; ++round) {
+      for (size_t k = 0; k < cands.size(); ++k) {
+        const Cand& cd = cands[k];
+        float us;
+        const size_t cbytes = (s.fused ? 2 : 1) * n * 2;
+        if (cd.copy == 1) {
+          us = median_us([&] { CK(cudaMemcpyAsync(s.fused ? ro : o, x, cbytes, cudaMemcpyDeviceToDevice)); });
+        } else if (cd.copy == 2) {
+          us = median_us([&] {
+            rmsnorm::copy_kernel<<<prop.multiProcessorCount * 16, 128>>>((const uint4*)x, (uint4*)(s.fused ? ro : o), cbytes / 16);
+            CK(cudaGetLastError());
+          });
+        } else if (cd.copy == 3) {
+          us = median_us([&] {
+            rmsnorm::row_copy_async<T, 4><<<(unsigned)s.rows, cd.c.tx, cd.c.smem>>>(p);
+            CK(cudaGetLastError());
+          });
+        } else {
+          us = median_us([&] { CK(launch_any(p, cd.c, s.fused)); });
+        }
+        t[k].push_back(us);
+      }
+    }
+    for (size_t k = 0; k < cands.size(); ++k) {
+      std::vector<float> v = t[k];
+      std::sort(v.begin(), v.end());
+      const float med = v[v.size() / 2];
+      printf("%s %6lld x %5d  %-52s median %8.2f us  best %8.2f  %.3f of copy\n", s.fused ? "fused" : "plain",
+             (long long)s.rows, s.hidden, cands[k].name.c_str(), med, v[0], bytes / (med * 1e3) / copy_gbs);
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   int dev = 0;
   cudaDeviceProp prop;
@@ -115,6 +246,11 @@ int main(int argc, char** argv) {
     printf("copy flush=%d %.1f GB/s (%.1f us for 2x%zu MiB)\n", m, copy_gbs, cu, cbytes >> 20);
   }
   CK(cudaFree(cs)); CK(cudaFree(cd));
+  if (getenv("TUNE_FOCUS")) {
+    T* ref_ro;
+    CK(cudaMalloc(&ref_ro, max_elems * 2));
+    return focus(x, r, o, ro, w, ref, ref_ro, prop, copy_gbs);
+  }
 
   auto resident = [&](int kind, int vpt, int threads) -> int64_t {
     rmsnorm::Config c{kind, vpt, threads, 1, 1};
@@ -165,7 +301,8 @@ int main(int argc, char** argv) {
         size_t smem = 0;  // on top of the configuration's own
         int per_sm = 0;
         const void* kfn = fused ? rmsnorm::kernel_ptr<T, true>(c) : rmsnorm::kernel_ptr<T, false>(c);
-        CK(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+        if (carveout_setting() >= 0)
+          CK(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_setting()));
         if (cap) {
           const size_t share = (size_t)prop.sharedMemPerMultiprocessor / cap;
           smem = share > c.smem + 2048 ? share - c.smem - 2048 : 0;
