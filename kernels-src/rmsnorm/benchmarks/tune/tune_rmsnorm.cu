@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ static void flush(int i) {
   else cudaMemsetAsync(g_sink, 0, 8);
 }
 
+// Diagnostic (TUNE_WARM_CODE=1): run between the flush and the start event,
+// e.g. the same kernel on one row, so that its code is back in the L2 and the
+// instruction caches when the timed call starts.
+static std::function<void()> g_warm;
+
 template <typename F>
 float median_us(F&& fn) {
   cudaEvent_t a, b;
@@ -58,6 +64,7 @@ float median_us(F&& fn) {
   std::vector<float> t;
   for (int i = 0; i < REPS; ++i) {
     flush(i);
+    if (g_warm) g_warm();
     CK(cudaEventRecord(a));
     fn();
     CK(cudaEventRecord(b));
@@ -102,11 +109,24 @@ static cudaError_t launch_any(const rmsnorm::Params<T>& p, const rmsnorm::Config
 static int focus(T* x, T* r, T* o, T* ro, T* w, T* ref, T* ref_ro, const cudaDeviceProp& prop, double copy_gbs) {
   const int rounds = getenv("TUNE_ROUNDS") ? atoi(getenv("TUNE_ROUNDS")) : 5;
   const int carveout = carveout_setting();
-  printf("focus: rounds=%d carveout=%d TMA_STORE=%d CP_L2PF=%d ASYNC_MAX_THREADS=%d\n", rounds, carveout,
+  printf("focus: warm code=%d rounds=%d carveout=%d TMA_STORE=%d CP_L2PF=%d ASYNC_MAX_THREADS=%d\n", getenv("TUNE_WARM_CODE") != nullptr, rounds, carveout,
          RMSNORM_TMA_STORE, RMSNORM_CP_L2PF, RMSNORM_ASYNC_MAX_THREADS);
   struct Shape { int64_t rows; int hidden; bool fused; };
-  const Shape shapes[] = {{8192, 4096, false}, {2048, 4096, false}, {32768, 4096, false}, {4096, 2048, false},
-                          {1024, 4096, false}, {8192, 4096, true},  {2048, 4096, true}};
+  std::vector<Shape> shapes = {{8192, 4096, false}, {2048, 4096, false}, {32768, 4096, false}, {4096, 2048, false},
+                               {1024, 4096, false}, {8192, 4096, true},  {2048, 4096, true}};
+  // TUNE_SHAPES="512x4096,f128x4096": other shapes (f: fused_add_rms_norm).
+  if (const char* list = getenv("TUNE_SHAPES")) {
+    shapes.clear();
+    for (const char* q = list; *q;) {
+      const bool fused = *q == 'f';
+      long long rows = 0;
+      int hidden = 0, used = 0;
+      if (sscanf(q + (fused ? 1 : 0), "%lldx%d%n", &rows, &hidden, &used) != 2) break;
+      shapes.push_back({rows, hidden, fused});
+      q += used + (fused ? 1 : 0);
+      if (*q == ',') ++q;
+    }
+  }
   auto noop = [](int, int, int) -> int64_t { return 0; };
   for (const Shape& s : shapes) {
     const size_t n = (size_t)s.rows * s.hidden;
@@ -128,22 +148,27 @@ static int focus(T* x, T* r, T* o, T* ro, T* w, T* ref, T* ref_ro, const cudaDev
       rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, noop, 0, 0, 0, 0, false, 3);
       if (c.kind == 3 && c.ty == 1 && c.vpt == 4) cands.push_back({"row copy through smem (no reduction)", c, 3});
     }
-    for (int kind : {0, 3, 30, 4, 5}) {  // 30: rows_async, two rows per block
+    // 30: rows_async, two rows per block; 01, 02: rows_reg with 1 or 2
+    // vectors per thread (more threads per row), for batches of few rows.
+    for (int kind : {0, 1, 2, 3, 30, 4, 5}) {
       if (kind == 30 && RMSNORM_ASYNC_MAX_THREADS < 256) continue;
-      rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, noop, 0, 0, 0, kind == 30 ? 2 : 0,
-                                                 s.fused, kind == 0 ? 0 : 3);
-      if (c.kind != (kind == 0 ? 0 : 3) || (kind == 30 && c.ty != 2)) continue;
+      if ((kind == 1 || kind == 2) && s.rows > 2048) continue;
+      if (kind == 5 && s.rows < 8192) continue;
+      const int base_kind = kind <= 2 ? 0 : 3;
+      rmsnorm::Config c = rmsnorm::choose_config(s.rows, s.hidden, 2, true, noop, 0, kind <= 2 ? kind : 0, 0,
+                                                 kind == 30 ? 2 : 0, s.fused, base_kind);
+      if (c.kind != base_kind || (kind == 30 && c.ty != 2) || ((kind == 1 || kind == 2) && c.vpt != kind)) continue;
       if (kind == 4 || kind == 5) c = rmsnorm::experimental_config(c, kind, s.hidden, 2, s.fused);
       const void* kfn = kind == 4 || kind == 5
                             ? (s.fused ? rmsnorm::experimental_kernel_ptr<T, true>(c) : rmsnorm::experimental_kernel_ptr<T, false>(c))
                             : (s.fused ? rmsnorm::kernel_ptr<T, true>(c) : rmsnorm::kernel_ptr<T, false>(c));
-      if (kind != 0 && carveout >= 0)
+      if (base_kind != 0 && carveout >= 0)
         CK(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
       int per_sm = 0;
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kfn, c.tx * c.ty, c.smem));
       char name[96];
       if (kind != 5) {
-        snprintf(name, sizeof name, "%s vpt=%d tx=%d ty=%d %d/SM", kind == 0 ? "reg" : (kind == 4 ? "tma" : "async"),
+        snprintf(name, sizeof name, "%s vpt=%d tx=%d ty=%d %d/SM", base_kind == 0 ? "reg" : (kind == 4 ? "tma" : "async"),
                  c.vpt, c.tx, c.ty, per_sm);
         cands.push_back({name, c, false});
         continue;
@@ -195,7 +220,13 @@ static int focus(T* x, T* r, T* o, T* ro, T* w, T* ref, T* ref_ro, const cudaDev
             CK(cudaGetLastError());
           });
         } else {
+          rmsnorm::Params<T> one = p;
+          one.rows = 1;
+          rmsnorm::Config c1 = cd.c;
+          c1.grid = 1;
+          if (getenv("TUNE_WARM_CODE")) g_warm = [&] { CK(launch_any(one, c1, s.fused)); };
           us = median_us([&] { CK(launch_any(p, cd.c, s.fused)); });
+          g_warm = nullptr;
         }
         t[k].push_back(us);
       }
