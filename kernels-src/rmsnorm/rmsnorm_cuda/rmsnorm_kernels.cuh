@@ -33,8 +33,8 @@
 #ifndef RMSNORM_LOAD_CS
 #define RMSNORM_LOAD_CS 1
 #endif
-// Cache policy of out stores: 0 default (what F.rms_norm, torch.compile's
-// kernels and the device copy do), 1 streaming (.cs, evict-first: the output
+// Cache policy of out stores: 0 default (what F.rms_norm and torch.compile's
+// kernels do), 1 streaming (.cs, evict-first: the output
 // leaves the L2 early, ~0.9 us slower at 8192x4096 on the H200), 2 default
 // with an L2 evict_last policy (faster still, but only because more of the
 // output is still in the L2 when the timed call ends: not shipped; NOTES.md).
