@@ -4,8 +4,9 @@
 #  1. the error-path segfault of rmsnorm's own tests (plain run, then a native
 #     backtrace from cuda-gdb, which also debugs host code);
 #  2. where rmsnorm's time goes (scripts/gpu/probe_rmsnorm.py, then ncu);
-#  3. the standalone tuner, one binary per knob set (phase "tune": TUNE_VARIANTS,
-#     TUNE_ASYNC_ONLY), and the libstdc++ fix (phase "verify").
+#  3. the standalone tuner, one binary per knob set (phase "tune": TUNE_VARIANTS;
+#     the tuner's own TUNE_* settings pass through, e.g. TUNE_FOCUS=1 TUNE_ROUNDS=3
+#     TUNE_SHAPES=512x4096 TUNE_WARM_CODE=1), and the libstdc++ fix (phase "verify").
 # Usage: diag_h200.sh early|verify|tune|async-build|async-smoke|async-bench
 set -uo pipefail
 PHASE=${1:-early}
