@@ -311,6 +311,87 @@ __device__ __forceinline__ void copy16_wait_all() {
 #endif
 }
 
+// Issues the cp.async copies of this thread's vectors of `row` (fused: and
+// of its residual row) into `xs` (`rs`); the caller commits and waits.
+template <typename T, int VPT, bool FUSED>
+__device__ __forceinline__ void stage_row_async(const Params<T>& p, uint4* xs, uint4* rs, int64_t row, int tx,
+                                                int TX) {
+  constexpr int N = Vec16<T>::N;
+  const int nvec = p.hidden / N;
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    const int c = i * TX + tx;
+    if (c < nvec) {
+      copy16_async(xs + c, p.x + row * p.x_stride + (int64_t)c * N);
+      if constexpr (FUSED) copy16_async(rs + c, p.residual + row * p.res_stride + (int64_t)c * N);
+    }
+  }
+}
+
+// A row staged in shared memory (`xs`; fused: its residual row in `rs`),
+// each thread reading back only the vectors it copied itself. The sum of
+// squares of this thread's part of the row (fused: of x + residual, rounded
+// to T, which is also stored to residual_out and written back to `xs`).
+template <typename T, int VPT, bool FUSED>
+__device__ __forceinline__ float staged_row_sumsq(const Params<T>& p, uint4* xs, const uint4* rs, int64_t row,
+                                                  int tx, int TX) {
+  using V = Vec16<T>;
+  constexpr int N = V::N;
+  const int nvec = p.hidden / N;
+  float ss = 0.f;
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    const int c = i * TX + tx;
+    if (c < nvec) {
+      V a;
+      a.u = xs[c];
+      float f[N];
+      unpack(a, f);
+      if constexpr (FUSED) {
+        V r;
+        r.u = rs[c];
+        float g[N];
+        unpack(r, g);
+#pragma unroll
+        for (int j = 0; j < N; ++j) f[j] += g[j];
+        // Rounded to T first, as in rows_reg: out is rms_norm(residual_out).
+        a = pack<T>(f);
+        unpack(a, f);
+        store_out(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a);
+        xs[c] = a.u;
+      }
+#pragma unroll
+      for (int j = 0; j < N; ++j) ss += f[j] * f[j];
+    }
+  }
+  return ss;
+}
+
+// The staged row times `inv` times the weight, stored to out. `wr`: the
+// weight's vectors already in registers, or null to load them here.
+template <typename T, int VPT>
+__device__ __forceinline__ void staged_row_store(const Params<T>& p, const uint4* xs, int64_t row, int tx, int TX,
+                                                 float inv, const Vec16<T>* wr) {
+  using V = Vec16<T>;
+  constexpr int N = V::N;
+  const int nvec = p.hidden / N;
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    const int c = i * TX + tx;
+    if (c < nvec) {
+      V a, wv;
+      a.u = xs[c];
+      wv = wr ? wr[i] : load_ro(p.weight + (int64_t)c * N);
+      float f[N], g[N];
+      unpack(a, f);
+      unpack(wv, g);
+#pragma unroll
+      for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
+      store_out(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
+    }
+  }
+}
+
 // blockDim = (TX, TY), one row per row group, VPT 16-byte vectors per thread;
 // same requirements as rows_reg (hidden % N == 0, 16-byte aligned rows,
 // hidden / N <= VPT * TX). Dynamic shared memory: TY rows of hidden elements
@@ -329,16 +410,7 @@ __global__ void __launch_bounds__(RMSNORM_ASYNC_MAX_THREADS) rows_async(Params<T
   const bool live = row < p.rows;
   uint4* xs = stage + (size_t)ty * nvec * (FUSED ? 2 : 1);
   uint4* rs = xs + nvec;  // fused only
-  if (live) {
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int c = i * TX + tx;
-      if (c < nvec) {
-        copy16_async(xs + c, p.x + row * p.x_stride + (int64_t)c * N);
-        if constexpr (FUSED) copy16_async(rs + c, p.residual + row * p.res_stride + (int64_t)c * N);
-      }
-    }
-  }
+  if (live) stage_row_async<T, VPT, FUSED>(p, xs, rs, row, tx, TX);
 #if RMSNORM_ASYNC_W_PREFETCH && defined(__CUDA_ARCH__)
 #pragma unroll
   for (int i = 0; i < VPT; ++i) {
@@ -347,34 +419,7 @@ __global__ void __launch_bounds__(RMSNORM_ASYNC_MAX_THREADS) rows_async(Params<T
   }
 #endif
   copy16_wait_all();
-  float ss = 0.f;
-  if (live) {
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int c = i * TX + tx;
-      if (c < nvec) {
-        V a;
-        a.u = xs[c];
-        float f[N];
-        unpack(a, f);
-        if constexpr (FUSED) {
-          V r;
-          r.u = rs[c];
-          float g[N];
-          unpack(r, g);
-#pragma unroll
-          for (int j = 0; j < N; ++j) f[j] += g[j];
-          // Rounded to T first, as in rows_reg: out is rms_norm(residual_out).
-          a = pack<T>(f);
-          unpack(a, f);
-          store_out(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a);
-          xs[c] = a.u;
-        }
-#pragma unroll
-        for (int j = 0; j < N; ++j) ss += f[j] * f[j];
-      }
-    }
-  }
+  float ss = live ? staged_row_sumsq<T, VPT, FUSED>(p, xs, rs, row, tx, TX) : 0.f;
 #if RMSNORM_ASYNC_W_EARLY
   V wr[VPT];
 #pragma unroll
@@ -382,30 +427,12 @@ __global__ void __launch_bounds__(RMSNORM_ASYNC_MAX_THREADS) rows_async(Params<T
     const int c = i * TX + tx;
     if (c < nvec) wr[i] = load_ro(p.weight + (int64_t)c * N);
   }
+#else
+  const V* wr = nullptr;
 #endif
   ss = group_sum(ss, tx, ty, TX, red, 0);
   const float inv = rsqrtf(ss * (1.f / (float)p.hidden) + p.eps);
-  if (live) {
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int c = i * TX + tx;
-      if (c < nvec) {
-        V a, wv;
-        a.u = xs[c];
-#if RMSNORM_ASYNC_W_EARLY
-        wv = wr[i];
-#else
-        wv = load_ro(p.weight + (int64_t)c * N);
-#endif
-        float f[N], g[N];
-        unpack(a, f);
-        unpack(wv, g);
-#pragma unroll
-        for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
-        store_out(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
-      }
-    }
-  }
+  if (live) staged_row_store<T, VPT>(p, xs, row, tx, TX, inv, wr);
 }
 
 // One row per block (TX threads), any hidden size. VEC: 16-byte accesses

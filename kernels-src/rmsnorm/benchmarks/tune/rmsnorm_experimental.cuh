@@ -1,7 +1,9 @@
 // Designs measured against rows_async and not shipped (benchmarks/NOTES.md,
 // "Version 3"): kept for the tuner so that the figures can be made again.
 //  * rows_tma (sm_90): one bulk copy (cp.async.bulk) per row into shared
-//    memory instead of a 16-byte cp.async per vector and thread;
+//    memory instead of a 16-byte cp.async per vector and thread (a variant
+//    that also stored each row with a bulk copy, much slower, is in git
+//    history: commit 009a190, RMSNORM_TMA_STORE);
 //  * rows_pipe: a persistent rows_async with two staging buffers, the next
 //    row's copies in flight while a row is reduced and stored.
 #pragma once
@@ -48,26 +50,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned phase) {
       : "memory");
 #endif
 }
-// Shared -> global bulk store of what this block's threads wrote to `smem`
-// with ordinary stores (each writer fenced it, then a barrier); waits until
-// the shared memory has been read, so the block may exit or reuse it.
-__device__ __forceinline__ void fence_to_async_proxy() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_store_and_wait_read(void* gmem, const void* smem, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem), "r"(smem_u32(smem)),
-               "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
-#endif
-}
-
-#ifndef RMSNORM_TMA_STORE
-#define RMSNORM_TMA_STORE 0  // rows_tma: write the row back with one bulk store too
-#endif
 
 // rows_tma (sm_90): rows_async with each row (fused: and its residual row)
 // fetched by ONE bulk copy that thread 0 issues, instead of a 16-byte cp.async
@@ -96,57 +78,9 @@ __global__ void __launch_bounds__(128) rows_tma(Params<T> p) {
   // barrier: one block barrier first.
   __syncthreads();
   mbar_wait(&bar, 0);
-  float ss = 0.f;
-#pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    const int c = i * TX + tx;
-    if (c < nvec) {
-      V a;
-      a.u = xs[c];
-      float f[N];
-      unpack(a, f);
-      if constexpr (FUSED) {
-        V r;
-        r.u = rs[c];
-        float g[N];
-        unpack(r, g);
-#pragma unroll
-        for (int j = 0; j < N; ++j) f[j] += g[j];
-        a = pack<T>(f);
-        unpack(a, f);
-        store_out(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a);
-        xs[c] = a.u;
-      }
-#pragma unroll
-      for (int j = 0; j < N; ++j) ss += f[j] * f[j];
-    }
-  }
+  float ss = staged_row_sumsq<T, VPT, FUSED>(p, xs, rs, row, tx, TX);
   ss = group_sum(ss, tx, 0, TX, red, 0);
-  const float inv = rsqrtf(ss * (1.f / (float)p.hidden) + p.eps);
-#pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    const int c = i * TX + tx;
-    if (c < nvec) {
-      V a, wv;
-      a.u = xs[c];
-      wv = load_ro(p.weight + (int64_t)c * N);
-      float f[N], g[N];
-      unpack(a, f);
-      unpack(wv, g);
-#pragma unroll
-      for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
-#if RMSNORM_TMA_STORE
-      xs[c] = pack<T>(f).u;
-#else
-      store_out(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
-#endif
-    }
-  }
-#if RMSNORM_TMA_STORE
-  fence_to_async_proxy();
-  __syncthreads();
-  if (tx == 0) bulk_store_and_wait_read(p.out + row * (int64_t)p.hidden, xs, row_bytes);
-#endif
+  staged_row_store<T, VPT>(p, xs, row, tx, TX, rsqrtf(ss * (1.f / (float)p.hidden) + p.eps), nullptr);
 }
 
 // rows_pipe: a persistent rows_async. Each block walks rows blockIdx.x,
@@ -165,15 +99,7 @@ __global__ void __launch_bounds__(128) rows_pipe(Params<T> p) {
   const size_t per_stage = (size_t)nvec * (FUSED ? 2 : 1);
   auto issue = [&](int64_t row, int s) {
     uint4* xs = stage + s * per_stage;
-    uint4* rs = xs + nvec;
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int c = i * TX + tx;
-      if (c < nvec) {
-        copy16_async(xs + c, p.x + row * p.x_stride + (int64_t)c * N);
-        if constexpr (FUSED) copy16_async(rs + c, p.residual + row * p.res_stride + (int64_t)c * N);
-      }
-    }
+    stage_row_async<T, VPT, FUSED>(p, xs, xs + nvec, row, tx, TX);
   };
   int64_t row = blockIdx.x;
   if (row < p.rows) issue(row, 0);
@@ -190,50 +116,10 @@ __global__ void __launch_bounds__(128) rows_pipe(Params<T> p) {
     asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;\n" ::: "memory");
 #endif
     uint4* xs = stage + s * per_stage;
-    uint4* rs = xs + nvec;
-    float ss = 0.f;
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int c = i * TX + tx;
-      if (c < nvec) {
-        V a;
-        a.u = xs[c];
-        float f[N];
-        unpack(a, f);
-        if constexpr (FUSED) {
-          V r;
-          r.u = rs[c];
-          float g[N];
-          unpack(r, g);
-#pragma unroll
-          for (int j = 0; j < N; ++j) f[j] += g[j];
-          a = pack<T>(f);
-          unpack(a, f);
-          store_out(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a);
-          xs[c] = a.u;
-        }
-#pragma unroll
-        for (int j = 0; j < N; ++j) ss += f[j] * f[j];
-      }
-    }
+    float ss = staged_row_sumsq<T, VPT, FUSED>(p, xs, xs + nvec, row, tx, TX);
     ss = group_sum(ss, tx, 0, TX, red, parity);
     parity ^= 1;
-    const float inv = rsqrtf(ss * (1.f / (float)p.hidden) + p.eps);
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int c = i * TX + tx;
-      if (c < nvec) {
-        V a, wv;
-        a.u = xs[c];
-        wv = load_ro(p.weight + (int64_t)c * N);
-        float f[N], g[N];
-        unpack(a, f);
-        unpack(wv, g);
-#pragma unroll
-        for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
-        store_out(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
-      }
-    }
+    staged_row_store<T, VPT>(p, xs, row, tx, TX, rsqrtf(ss * (1.f / (float)p.hidden) + p.eps), nullptr);
     s ^= 1;
   }
 }

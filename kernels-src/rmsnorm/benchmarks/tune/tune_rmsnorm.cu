@@ -109,8 +109,9 @@ static cudaError_t launch_any(const rmsnorm::Params<T>& p, const rmsnorm::Config
 static int focus(T* x, T* r, T* o, T* ro, T* w, T* ref, T* ref_ro, const cudaDeviceProp& prop, double copy_gbs) {
   const int rounds = getenv("TUNE_ROUNDS") ? atoi(getenv("TUNE_ROUNDS")) : 5;
   const int carveout = carveout_setting();
-  printf("focus: warm code=%d rounds=%d carveout=%d TMA_STORE=%d CP_L2PF=%d ASYNC_MAX_THREADS=%d\n", getenv("TUNE_WARM_CODE") != nullptr, rounds, carveout,
-         RMSNORM_TMA_STORE, RMSNORM_CP_L2PF, RMSNORM_ASYNC_MAX_THREADS);
+  printf("focus: warm code=%d rounds=%d carveout=%d CP_L2PF=%d ASYNC_MAX_THREADS=%d STORE_CS=%d\n",
+         getenv("TUNE_WARM_CODE") != nullptr, rounds, carveout, RMSNORM_CP_L2PF, RMSNORM_ASYNC_MAX_THREADS,
+         RMSNORM_STORE_CS);
   struct Shape { int64_t rows; int hidden; bool fused; };
   std::vector<Shape> shapes = {{8192, 4096, false}, {2048, 4096, false}, {32768, 4096, false}, {4096, 2048, false},
                                {1024, 4096, false}, {8192, 4096, true},  {2048, 4096, true}};
