@@ -4,8 +4,11 @@
 // copy measured in the same process. Used to pick choose_config's defaults;
 // the figures that count come from `python -m pipeline bench`.
 //
-//   nvcc -O3 -gencode=arch=compute_90,code=sm_90 -I../../rmsnorm_cuda tune_rmsnorm.cu -o tune
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I../../rmsnorm_cuda tune_rmsnorm.cu -o tune
 //   ./tune            (prints one line per shape and configuration, best last)
+//   TUNE_FOCUS=1 ./tune   (each design beside a copy of the same bytes, interleaved
+//                          rounds; TUNE_ROUNDS, TUNE_SHAPES, TUNE_WARM_CODE: see focus())
+// scripts/gpu/diag_h200.sh's "tune" phase builds one binary per knob set and runs them.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
