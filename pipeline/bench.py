@@ -26,6 +26,8 @@ Each dict:
                output (a tensor or a tuple whose first item is the output
                compared); create torch.compile'd functions here
     baselines  tuple[str, ...]: the keys of the baselines, in table order
+    graph      optional bool: also time every callable under CUDA-graph replay
+               (default: on a CUDA device, when `bytes` <= GRAPH_MAX_BYTES)
 
 How it times (what a sceptical reader should check): every callable runs once
 and its first output is compared with the kernel's (relative norm error, which
@@ -37,24 +39,34 @@ device-to-device copy bandwidth (bytes read + bytes written of a 1 GiB copy)
 is measured the same way in the same run, and each time is also reported as a
 fraction of it. On a CPU-only host the same loop runs with a host timer (no
 flush): useful to test the harness, not to publish.
+
+Small shapes (decode batches) are also timed under CUDA-graph replay, which is
+how they run in serving and in torch.compile's reduce-overhead mode: each
+callable is captured GRAPH_CALLS times back to back in one graph (after warm-up
+calls on a side stream), the graph is replayed between CUDA events, and the
+figure is the median replay time over GRAPH_CALLS. No flush between the calls:
+as in a decode step, the inputs were just written by the op before. A callable
+that cannot be captured gets no graph figure (its error is in the report).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
+# The tables and the plot live in pipeline.bench_report; importable from here too.
+from pipeline.bench_report import load_results, markdown_table, plot, target_misses  # noqa: F401
 from pipeline.casefile import load_case_list
 from pipeline.errors import BenchError
 
 CASES_FILE = Path("benchmarks") / "bench_cases.py"
 COPY_BYTES = 1 << 30
+GRAPH_MAX_BYTES = 8 << 20  # cases up to this size are also timed under graph replay
+GRAPH_CALLS = 20  # calls captured back to back in one graph
 
 Progress = Callable[[str], None]
 
@@ -78,9 +90,16 @@ class CaseBench:
     timings: dict  # impl -> Timing ("kernel" first, then baselines)
     max_rel_diff: dict  # baseline -> relative norm difference of its output to the kernel's
     baselines: tuple[str, ...]
+    graph_timings: dict = field(default_factory=dict)  # impl -> Timing per call under graph replay
+    graph_errors: dict = field(default_factory=dict)  # impl -> why it could not be captured
 
     def speedup(self, baseline: str) -> float:
         return self.timings[baseline].median_us / self.timings["kernel"].median_us
+
+    def graph_speedup(self, baseline: str) -> float | None:
+        if "kernel" not in self.graph_timings or baseline not in self.graph_timings:
+            return None
+        return self.graph_timings[baseline].median_us / self.graph_timings["kernel"].median_us
 
     def bandwidth_gbs(self, impl: str = "kernel") -> float:
         return self.bytes / (self.timings[impl].median_us * 1e3)
@@ -112,6 +131,12 @@ class BenchReport:
                 "speedup": {b: _sig(c.speedup(b)) for b in c.baselines},
                 "max_rel_diff": c.max_rel_diff,
             })
+            if c.graph_timings or c.graph_errors:
+                rows[-1]["graph_times_us"] = {k: round(t.median_us, 3) for k, t in c.graph_timings.items()}
+                rows[-1]["graph_speedup"] = {b: _sig(v) for b in c.baselines
+                                             if (v := c.graph_speedup(b)) is not None}
+                if c.graph_errors:
+                    rows[-1]["graph_errors"] = dict(c.graph_errors)
         return {
             "kernel": self.kernel, "kernel_id": self.kernel_id, "variant": self.variant, "device": self.device,
             "torch": self.torch, "command": self.command, "created": self.created, "method": self.method,
@@ -188,9 +213,41 @@ class Timer:
                 t0 = time.perf_counter()
                 fn()
                 times.append((time.perf_counter() - t0) * 1e6)
-        times.sort()
-        return Timing(median_us=statistics.median(times), min_us=times[0],
-                      p90_us=times[min(len(times) - 1, int(0.9 * len(times)))], reps=len(times))
+        return _timing(times)
+
+    def graph(self, fn, calls: int = GRAPH_CALLS) -> Timing:
+        """Per-call time of `fn` captured `calls` times in one CUDA graph, replayed `reps` times."""
+        import torch
+
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):  # warm-up off the capture stream, as torch.cuda.graph asks
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        torch.cuda.synchronize(self.device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        for _ in range(3):
+            graph.replay()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+        for i in range(self.reps):
+            starts[i].record()
+            graph.replay()
+            ends[i].record()
+        torch.cuda.synchronize(self.device)
+        times = [s.elapsed_time(e) * 1e3 / calls for s, e in zip(starts, ends)]
+        del graph
+        return _timing(times)
+
+
+def _timing(times: list[float]) -> Timing:
+    times = sorted(times)
+    return Timing(median_us=statistics.median(times), min_us=times[0],
+                  p90_us=times[min(len(times) - 1, int(0.9 * len(times)))], reps=len(times))
 
 
 def copy_bandwidth(timer: Timer, device, nbytes: int = COPY_BYTES) -> float:
@@ -217,8 +274,27 @@ def _rel(a, b) -> float:
     return (a - b).norm().item() / d if d > 0 else (a - b).norm().item()
 
 
+def wants_graph(case: dict, device) -> bool:
+    """Whether `case` is also timed under CUDA-graph replay (the contract's `graph` key)."""
+    if "graph" in case:
+        return bool(case["graph"])
+    return device.type == "cuda" and int(case["bytes"]) <= GRAPH_MAX_BYTES
+
+
+def _graph_timings(timer: Timer, fns: dict, impls: list[str]) -> tuple[dict, dict]:
+    timings, errors = {}, {}
+    for impl in impls:
+        try:
+            timings[impl] = timer.graph(fns[impl])
+        except Exception as exc:  # one baseline that cannot be captured must not lose the case
+            errors[impl] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return timings, errors
+
+
 def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int = 10,
-              progress: Progress | None = None) -> tuple[float, list[CaseBench]]:
+              progress: Progress | None = None, graph: bool | None = None) -> tuple[float, list[CaseBench]]:
+    """Time every case; `graph` forces graph-replay timing on (True) or off (False) for
+    every case, None leaves it to each case (`wants_graph`)."""
     import torch
 
     if reps < 1:
@@ -230,6 +306,7 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
         if progress:
             progress(f"[{n + 1}/{len(cases)}] {case['name']}")
         torch._dynamo.reset()  # each case's torch.compile baseline compiles for its own static shape
+        graph_timings, graph_errors = {}, {}
         try:
             fns = case["setup"](module, device)
             ref = _first(fns["kernel"]())
@@ -237,6 +314,8 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
             timings = {"kernel": timer(fns["kernel"])}
             for b in case["baselines"]:
                 timings[b] = timer(fns[b])
+            if graph if graph is not None else wants_graph(case, device):
+                graph_timings, graph_errors = _graph_timings(timer, fns, ["kernel", *case["baselines"]])
         except Exception as exc:
             raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="B005") from None
         finally:
@@ -245,7 +324,8 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
                 torch.cuda.empty_cache()
         results.append(CaseBench(name=case["name"], op=case["op"], group=case["group"], shape=case["shape"],
                                  dtype=case["dtype"], bytes=int(case["bytes"]), timings=timings, max_rel_diff=diffs,
-                                 baselines=tuple(case["baselines"])))
+                                 baselines=tuple(case["baselines"]), graph_timings=graph_timings,
+                                 graph_errors=graph_errors))
     # Measured again at the end: the report uses the larger, so no drift makes
     # the kernel look closer to the ceiling than it is.
     copy_gbs = max(copy_gbs, copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20))
@@ -285,109 +365,10 @@ def run_bench(build_dir: Path, project_root: Path | None = None, *, reps: int = 
         "l2_flush": "read (sum) a buffer of max(8 x L2, 512 MiB) before every repetition, leaving the L2 clean" if device.type == "cuda" else None,
         "copy": "device-to-device copy of 1 GiB, bytes read + written, max of start and end of run",
     }
+    if device.type == "cuda":
+        method["graph"] = (f"cases up to {GRAPH_MAX_BYTES >> 20} MiB (or marked graph=True): {GRAPH_CALLS} calls "
+                           "captured back to back in one CUDA graph, median replay time over the calls, no flush")
     return BenchReport(kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
                        device=device_name, torch=torch.__version__, copy_gbs=copy_gbs, method=method,
                        cases=tuple(results), command=command,
                        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-
-
-# --------------------------------------------------------------------------
-# Presenting results (from the JSON, so the card can be made without a GPU)
-
-
-def _load(results_json) -> dict:
-    path = None
-    if isinstance(results_json, dict):
-        data = results_json
-    else:
-        path = Path(results_json)
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="B008") from None
-    missing = [k for k in ("device", "torch", "variant", "method", "copy_bandwidth_gbs", "results") if k not in data]
-    if missing or not isinstance(data.get("results"), list):
-        raise BenchError(f"not a `pipeline bench` results file (missing {', '.join(missing) or 'results'})",
-                         path=str(path) if path else None, code="B009")
-    return data
-
-
-def markdown_table(results_json) -> str:
-    """A Markdown section for the kernel card: one table per op."""
-    data = _load(results_json)
-    lines = [
-        f"Measured on {data['device']} (torch {data['torch']}, variant `{data['variant']}`), "
-        f"{data['results'][0]['dtype'] if data['results'] else ''}; median of {data['method']['reps']} "
-        f"repetitions timed with {data['method']['timer']}"
-        f"{', L2 flushed between repetitions' if data['method'].get('l2_flush') else ''}. "
-        f"Device copy bandwidth in the same run: {data['copy_bandwidth_gbs']:.0f} GB/s.",
-        "",
-    ]
-    ops: dict[str, list[dict]] = {}
-    for row in data["results"]:
-        ops.setdefault(row["op"], []).append(row)
-    for op, rows in ops.items():
-        baselines = rows[0]["baselines"]
-        head = ["set", "shape", "kernel (µs)", "of copy BW"] + [f"{b} (µs)" for b in baselines] + \
-               [f"× vs {b}" for b in baselines]
-        lines.append(f"**{op}**")
-        lines.append("")
-        lines.append("| " + " | ".join(head) + " |")
-        lines.append("|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|")
-        for row in rows:
-            t = row["times_us"]
-            cells = [row["group"], row["shape"], f"{t['kernel']:.1f}", f"{row['copy_fraction']['kernel']:.2f}"]
-            cells += [f"{t[b]:.1f}" for b in baselines]
-            cells += [f"{row['speedup'][b]:.2f}" for b in baselines]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
-    if data.get("command"):
-        lines.append(f"Produced by `{data['command']}`.")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def plot(results_json, out_png: Path) -> Path:
-    """Speed-up over each baseline and fraction of copy bandwidth, by shape."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    data = _load(results_json)
-    rows = data["results"]
-    ops = list(dict.fromkeys(r["op"] for r in rows))
-    fig, axes = plt.subplots(2, len(ops), figsize=(7 * len(ops), 8), squeeze=False)
-    for col, op in enumerate(ops):
-        sel = [r for r in rows if r["op"] == op]
-        labels = [f"{r['group']}\n{r['shape']}" for r in sel]
-        baselines = sel[0]["baselines"]
-        width = 0.8 / max(1, len(baselines))
-        ax = axes[0][col]
-        for i, b in enumerate(baselines):
-            xs = [k + (i - (len(baselines) - 1) / 2) * width for k in range(len(sel))]
-            ax.bar(xs, [r["speedup"][b] for r in sel], width, label=f"vs {b}")
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_title(f"{op}: speed-up of the kernel")
-        ax.set_ylabel("baseline time / kernel time")
-        ax.set_xticks(range(len(sel)))
-        ax.set_xticklabels(labels, rotation=60, fontsize=7)
-        ax.legend(fontsize=8)
-        ax = axes[1][col]
-        impls = ["kernel", *baselines]
-        width = 0.8 / len(impls)
-        for i, impl in enumerate(impls):
-            xs = [k + (i - (len(impls) - 1) / 2) * width for k in range(len(sel))]
-            ax.bar(xs, [r["copy_fraction"][impl] for r in sel], width, label=impl)
-        ax.axhline(0.9, color="red", linewidth=0.8, linestyle="--", label="0.90")
-        ax.set_ylim(0, 1.1)
-        ax.set_title(f"{op}: fraction of copy bandwidth ({data['copy_bandwidth_gbs']:.0f} GB/s)")
-        ax.set_xticks(range(len(sel)))
-        ax.set_xticklabels(labels, rotation=60, fontsize=7)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"{data['kernel']} on {data['device']} ({data['variant']})")
-    fig.tight_layout()
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_png, dpi=110)
-    plt.close(fig)
-    return out_png

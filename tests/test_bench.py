@@ -80,6 +80,93 @@ def test_plot_writes_png(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _fake_graph(self, fn, calls=bench.GRAPH_CALLS):
+    # CPU stand-in for CUDA-graph replay: the same per-call statistic, host-timed.
+    if getattr(fn, "uncapturable", False):
+        raise RuntimeError("operation not permitted when stream is capturing")
+    return bench.Timer.__call__(self, fn)
+
+
+def test_graph_replay_figures_in_report_and_table(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench.Timer, "graph", _fake_graph)
+    module = types.SimpleNamespace(double=lambda x: x * 2)
+    cases = _fake_cases()
+    setup = cases[0]["setup"]
+
+    def setup_with_uncapturable(kernel, device):
+        fns = setup(kernel, device)
+        off = fns["off"]
+        fns["off"] = lambda: off()
+        fns["off"].uncapturable = True
+        return fns
+
+    cases[0]["setup"] = setup_with_uncapturable
+    copy_gbs, results = bench.run_cases(module, cases, torch.device("cpu"), reps=5, warmup=1, graph=True)
+    report = bench.BenchReport(kernel="toy", kernel_id="k", variant="torch-cpu", device="cpu", torch="x",
+                               copy_gbs=copy_gbs, method={"timer": "host", "reps": 5, "warmup": 1},
+                               cases=tuple(results))
+    row = report.to_json()["results"][0]
+    assert set(row["graph_times_us"]) == {"kernel", "slow"}
+    assert row["graph_speedup"]["slow"] == pytest.approx(
+        row["graph_times_us"]["slow"] / row["graph_times_us"]["kernel"], rel=1e-2)
+    assert "off" not in row["graph_speedup"] and "capturing" in row["graph_errors"]["off"]
+    table = bench.markdown_table(report.to_json())
+    assert "**double, under CUDA-graph replay**" in table
+    # Without graph=True a CPU run has no graph figures at all.
+    _, plain = bench.run_cases(module, _fake_cases(), torch.device("cpu"), reps=3, warmup=1)
+    assert plain[0].graph_timings == {} and "graph_times_us" not in bench.BenchReport(
+        kernel="t", kernel_id="k", variant="v", device="cpu", torch="x", copy_gbs=1.0, method={},
+        cases=tuple(plain)).to_json()["results"][0]
+    out = bench.plot(report.to_json(), tmp_path / "g.png")
+    assert out.stat().st_size > 0
+
+
+def test_wants_graph_by_size_and_by_key():
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert bench.wants_graph({"bytes": bench.GRAPH_MAX_BYTES}, cuda)
+    assert not bench.wants_graph({"bytes": bench.GRAPH_MAX_BYTES + 1}, cuda)
+    assert not bench.wants_graph({"bytes": 1}, cpu)
+    assert bench.wants_graph({"bytes": 1 << 40, "graph": True}, cuda)
+    assert not bench.wants_graph({"bytes": 1, "graph": False}, cuda)
+
+
+def test_target_misses_names_every_loss():
+    def row(name, kernel, base, nbytes, fraction, graph=None):
+        r = {"name": name, "op": "o", "group": "g", "shape": "1x1", "dtype": "bfloat16", "bytes": nbytes,
+             "baselines": ["b"], "times_us": {"kernel": kernel, "b": base}, "speedup": {"b": base / kernel},
+             "copy_fraction": {"kernel": fraction, "b": fraction}}
+        if graph:
+            r["graph_times_us"] = graph
+        return r
+
+    data = {"device": "H200", "torch": "x", "variant": "v", "method": {"reps": 1, "timer": "t"},
+            "copy_bandwidth_gbs": 4000.0, "results": [
+                row("win", 1.0, 2.0, 100 << 20, 0.95),
+                row("slow", 2.0, 1.5, 1 << 20, 0.10),
+                row("tie", 2.0, 2.0, 1 << 20, 0.10),
+                row("low-bw", 1.0, 2.0, 64 << 20, 0.85),
+                row("graph", 1.0, 2.0, 1 << 20, 0.5, graph={"kernel": 2.0, "b": 1.9}),
+                row("graph-tie", 1.0, 2.0, 1 << 20, 0.5, graph={"kernel": 2.0, "b": 2.0}),
+            ]}
+    misses = bench.target_misses(data)
+    text = "\n".join(misses)
+    assert not any(m.startswith("win") for m in misses)
+    assert "slow: b 1.50 µs, kernel 2.00 µs" in text and "tie: b" in text
+    assert "low-bw: 0.850 of copy bandwidth" in text
+    assert "graph (graph replay): b 1.90 µs" in text
+    assert "graph-tie" not in text  # under graph replay the target is at most equal
+    assert "**Where the kernel does not win**" in bench.markdown_table(data)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_graph_replay_on_cuda():
+    timer = bench.Timer(torch.device("cuda"), reps=5, warmup=1)
+    x = torch.randn(1024, device="cuda")
+    t = timer.graph(lambda: x * 2, calls=4)
+    assert t.reps == 5 and 0 < t.median_us < 1000
+
+
 def test_case_that_raises_is_a_bench_error():
     def setup(kernel, device):
         raise RuntimeError("no memory")

@@ -1,0 +1,160 @@
+"""Presenting `pipeline bench` results, from the JSON alone (so a card can be
+made without a GPU): the Markdown tables, the target check, the plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline.errors import BenchError
+
+def load_results(results_json) -> dict:
+    """A `pipeline bench` results JSON (path or dict), checked for the keys the tables need."""
+    path = None
+    if isinstance(results_json, dict):
+        data = results_json
+    else:
+        path = Path(results_json)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="B008") from None
+    missing = [k for k in ("device", "torch", "variant", "method", "copy_bandwidth_gbs", "results") if k not in data]
+    if missing or not isinstance(data.get("results"), list):
+        raise BenchError(f"not a `pipeline bench` results file (missing {', '.join(missing) or 'results'})",
+                         path=str(path) if path else None, code="B009")
+    return data
+
+
+def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, with_copy: bool) -> list[str]:
+    head = ["set", "shape", "kernel (µs)"] + (["of copy BW"] if with_copy else []) + \
+           [f"{b} (µs)" for b in baselines] + [f"× vs {b}" for b in baselines]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
+    for row in rows:
+        t, sp = row[times_key], row.get(speed_key, {})
+        cells = [row["group"], row["shape"], f"{t['kernel']:.1f}" if "kernel" in t else "–"]
+        if with_copy:
+            cells.append(f"{row['copy_fraction']['kernel']:.2f}")
+        cells += [f"{t[b]:.1f}" if b in t else "–" for b in baselines]
+        cells += [f"{sp[b]:.2f}" if b in sp else "–" for b in baselines]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def target_misses(results_json, *, min_bytes: int = 64 << 20, min_fraction: float = 0.90) -> list[str]:
+    """Where the kernel misses a target: a baseline as fast or faster (L2 flushed, or
+    under graph replay), or under `min_fraction` of copy bandwidth at `min_bytes` or more."""
+    data = load_results(results_json)
+    misses = []
+    for row in data["results"]:
+        t = row["times_us"]
+        for b in row["baselines"]:
+            if t[b] <= t["kernel"]:
+                misses.append(f"{row['name']}: {b} {t[b]:.2f} µs, kernel {t['kernel']:.2f} µs")
+        g = row.get("graph_times_us", {})
+        for b in row["baselines"]:
+            if "kernel" in g and b in g and g[b] < g["kernel"]:
+                misses.append(f"{row['name']} (graph replay): {b} {g[b]:.2f} µs, kernel {g['kernel']:.2f} µs")
+        if row["bytes"] >= min_bytes and row["copy_fraction"]["kernel"] < min_fraction:
+            misses.append(f"{row['name']}: {row['copy_fraction']['kernel']:.3f} of copy bandwidth "
+                          f"(target {min_fraction:.2f} from {min_bytes >> 20} MiB)")
+    return misses
+
+
+def markdown_table(results_json) -> str:
+    """A Markdown section for the kernel card: one table per op (and one under graph replay)."""
+    data = load_results(results_json)
+    lines = [
+        f"Measured on {data['device']} (torch {data['torch']}, variant `{data['variant']}`), "
+        f"{data['results'][0]['dtype'] if data['results'] else ''}; median of {data['method']['reps']} "
+        f"repetitions timed with {data['method']['timer']}"
+        f"{', L2 flushed between repetitions' if data['method'].get('l2_flush') else ''}. "
+        f"Device copy bandwidth in the same run: {data['copy_bandwidth_gbs']:.0f} GB/s.",
+        "",
+    ]
+    ops: dict[str, list[dict]] = {}
+    for row in data["results"]:
+        ops.setdefault(row["op"], []).append(row)
+    for op, rows in ops.items():
+        baselines = rows[0]["baselines"]
+        lines += [f"**{op}**", ""]
+        lines += _op_table(rows, baselines, "times_us", "speedup", True)
+        lines.append("")
+        graphed = [r for r in rows if r.get("graph_times_us")]
+        if graphed:
+            lines += [f"**{op}, under CUDA-graph replay** (µs per call, hot L2)", ""]
+            lines += _op_table(graphed, baselines, "graph_times_us", "graph_speedup", False)
+            lines.append("")
+    misses = target_misses(data)
+    lines += ["**Where the kernel does not win**" + (" (none)" if not misses else ""), ""]
+    lines += [f"- {m}" for m in misses]
+    if misses:
+        lines.append("")
+    if data.get("command"):
+        lines.append(f"Produced by `{data['command']}`.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plot(results_json, out_png: Path) -> Path:
+    """Speed-up over each baseline and fraction of copy bandwidth, by shape."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = load_results(results_json)
+    rows = data["results"]
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    graphed = any(r.get("graph_speedup") for r in rows)
+    nrows = 3 if graphed else 2
+    fig, axes = plt.subplots(nrows, len(ops), figsize=(7 * len(ops), 4 * nrows), squeeze=False)
+    for col, op in enumerate(ops):
+        sel = [r for r in rows if r["op"] == op]
+        labels = [f"{r['group']}\n{r['shape']}" for r in sel]
+        baselines = sel[0]["baselines"]
+        width = 0.8 / max(1, len(baselines))
+        ax = axes[0][col]
+        for i, b in enumerate(baselines):
+            xs = [k + (i - (len(baselines) - 1) / 2) * width for k in range(len(sel))]
+            ax.bar(xs, [r["speedup"][b] for r in sel], width, label=f"vs {b}")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_title(f"{op}: speed-up of the kernel")
+        ax.set_ylabel("baseline time / kernel time")
+        ax.set_xticks(range(len(sel)))
+        ax.set_xticklabels(labels, rotation=60, fontsize=7)
+        ax.legend(fontsize=8)
+        ax = axes[1][col]
+        impls = ["kernel", *baselines]
+        width = 0.8 / len(impls)
+        for i, impl in enumerate(impls):
+            xs = [k + (i - (len(impls) - 1) / 2) * width for k in range(len(sel))]
+            ax.bar(xs, [r["copy_fraction"][impl] for r in sel], width, label=impl)
+        ax.axhline(0.9, color="red", linewidth=0.8, linestyle="--", label="0.90")
+        ax.set_ylim(0, 1.1)
+        ax.set_title(f"{op}: fraction of copy bandwidth ({data['copy_bandwidth_gbs']:.0f} GB/s)")
+        ax.set_xticks(range(len(sel)))
+        ax.set_xticklabels(labels, rotation=60, fontsize=7)
+        ax.legend(fontsize=8)
+        if graphed:
+            _plot_graph_speedups(axes[2][col], op, [r for r in sel if r.get("graph_speedup")], baselines)
+    fig.suptitle(f"{data['kernel']} on {data['device']} ({data['variant']})")
+    fig.tight_layout()
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return out_png
+
+
+def _plot_graph_speedups(ax, op: str, sel: list[dict], baselines) -> None:
+    width = 0.8 / max(1, len(baselines))
+    for i, b in enumerate(baselines):
+        xs = [k + (i - (len(baselines) - 1) / 2) * width for k in range(len(sel))]
+        ax.bar(xs, [r["graph_speedup"].get(b, 0.0) for r in sel], width, label=f"vs {b}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_title(f"{op}: speed-up under CUDA-graph replay")
+    ax.set_ylabel("baseline time / kernel time")
+    ax.set_xticks(range(len(sel)))
+    ax.set_xticklabels([f"{r['group']}\n{r['shape']}" for r in sel], rotation=60, fontsize=7)
+    if sel:
+        ax.legend(fontsize=8)
