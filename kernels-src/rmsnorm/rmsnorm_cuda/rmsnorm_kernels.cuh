@@ -4,7 +4,7 @@
 //   out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * weight
 //   fused:  s = x + residual (rounded to T);  residual_out = s;  out = rmsnorm(s)
 //
-// Two kernels:
+// Kernels:
 //  * rows_reg: the row lives in registers (VPT 16-byte vectors per thread), so
 //    it is read from memory exactly once. A "row group" of TX threads (a
 //    multiple of 32) handles one row; a block holds TY row groups; blocks walk
@@ -14,6 +14,10 @@
 //    bytes in flight are not bounded by registers: a block of 128 threads and
 //    ~32 registers, 16 of them per multiprocessor, all rows of a small batch
 //    in flight in one wave.
+//  * rows_small (rmsnorm_split.cuh): rows of at most 64 vectors, several rows
+//    per warp (per-head q/k norms).
+//  * rows_cluster (rmsnorm_split.cuh, sm_90): a row split over a cluster of
+//    blocks (decode batches of long rows; rows over 2048 vectors).
 //  * rows_loop: any hidden size and any alignment. VW elements per access (16
 //    bytes when aligned, else 1), two passes over the row (the second hits L2).
 #pragma once
@@ -499,16 +503,26 @@ __global__ void __launch_bounds__(1024) rows_loop(Params<T> p) {
   }
 }
 
+}  // namespace rmsnorm
+
+#include "rmsnorm_split.cuh"  // rows_small, rows_cluster (use the helpers above)
+
+namespace rmsnorm {
+
 // ---------------------------------------------------------------------------
 // Launch configuration. Chosen from the row length in 16-byte vectors; see
 // benchmarks/NOTES.md for the measurements behind each choice.
 struct Config {
-  int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar, 3: rows_async
-  int vpt;    // rows_reg, rows_async: vectors per thread (1, 2, 4, 8)
-  int tx;     // threads per row
-  int ty;     // rows per block
+  int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar, 3: rows_async,
+              // 6: rows_small, 7: rows_cluster (4, 5: the tuner's experimental kernels)
+  int vpt;    // rows_reg, rows_async, rows_small, rows_cluster: vectors per thread
+  int tx;     // threads per row (rows_small: lanes per row; rows_cluster: threads per block)
+  int ty;     // rows per block (rows_small: row groups per block)
   int64_t grid;
   size_t smem;  // dynamic shared memory per block (rows_async)
+  int rpt;    // rows_small: rows per row group per step
+  int cs;     // rows_cluster: blocks per cluster (grid is cs x min(rows, 65535))
+  int slice;  // rows_cluster: vectors of the row per block
 };
 
 // rows_async's staging buffer per block.
@@ -517,6 +531,11 @@ inline size_t async_smem_bytes(int hidden, int elem_size, int ty, bool fused) {
 }
 
 inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
+inline int log2_ceil(int v) {
+  int l = 0;
+  while ((1 << l) < v) ++l;
+  return l;
+}
 
 // rows_async pays off once there are more rows than rows_reg keeps in flight
 // (H200, bf16, one `pipeline bench` run each; benchmarks/NOTES.md): from 8 MiB
@@ -528,23 +547,78 @@ inline bool async_by_rule(int64_t rows, int nvec, bool fused) {
   return rows * (int64_t)nvec >= (fused ? (int64_t(1) << 21) : (int64_t(1) << 19));
 }
 
+// rows_cluster (sm_90 only: `cluster_ok`): rows over 2048 vectors (too long for
+// one block's registers), and decode batches of long rows (NOTES.md, version 4).
+inline int cluster_by_rule(int64_t rows, int nvec) {
+  if (nvec > 2048) return (nvec + 1023) / 1024;                 // slices of at most 1024 vectors
+  if (rows <= 64 && nvec >= 1024) return nvec >= 2048 ? 8 : 4;  // slices of 256 vectors
+  return 0;
+}
+
+// rows_small: hidden <= 64 vectors. Defaults: one vector per lane and two rows
+// per group up to 32 vectors, two vectors per lane beyond (NOTES.md, version 4).
+inline Config small_config(int64_t rows, int nvec, int force_vpt, int force_tx, int force_rpt) {
+  Config c{};
+  c.kind = 6;
+  c.vpt = force_vpt ? force_vpt : (nvec <= 32 ? 1 : 2);
+  if (c.vpt != 1 && c.vpt != 2 && c.vpt != 4) c.vpt = 2;
+  c.rpt = force_rpt ? force_rpt : (c.vpt == 1 ? 2 : 1);
+  if (c.vpt * c.rpt > 4 || (c.rpt != 1 && c.rpt != 2 && c.rpt != 4)) c.rpt = 1;
+  int tpr = 1 << log2_ceil((nvec + c.vpt - 1) / c.vpt);
+  if (force_tx && (force_tx & (force_tx - 1)) == 0 && force_tx * c.vpt >= nvec) tpr = force_tx;
+  if (tpr > 32) {  // the row does not fit in a warp at this vpt
+    c.vpt = 4;
+    c.rpt = 1;
+    tpr = 1 << log2_ceil((nvec + 3) / 4);
+  }
+  c.tx = tpr;
+  c.ty = 256 / tpr;
+  const int64_t per_block = (int64_t)c.ty * c.rpt;
+  c.grid = (rows + per_block - 1) / per_block;
+  return c;
+}
+
+inline Config cluster_config(int64_t rows, int nvec, int cs, int force_vpt) {
+  Config c{};
+  c.kind = 7;
+  c.cs = cs < 1 ? 1 : (cs > 8 ? 8 : cs);
+  c.slice = (nvec + c.cs - 1) / c.cs;
+  c.vpt = force_vpt ? force_vpt : (c.slice <= 256 ? 1 : (c.slice <= 512 ? 2 : 4));
+  if (c.vpt != 1 && c.vpt != 2 && c.vpt != 4) c.vpt = 4;
+  while (c.vpt < 4 && (c.slice + c.vpt - 1) / c.vpt > 256) c.vpt *= 2;
+  c.tx = round_up_32((c.slice + c.vpt - 1) / c.vpt);
+  c.ty = 1;
+  c.grid = rows < 65535 ? rows : 65535;
+  return c;
+}
+
 // `resident_blocks(threads)`: how many blocks of that size fit on the whole
 // device at once (multiprocessors * blocks per multiprocessor).
 // `max_waves` caps the grid at that many device-fulls of blocks; the grid-stride
-// loop does the remaining rows (0: no cap).
+// loop does the remaining rows (0: no cap). force_*: the tuner's overrides
+// (0 / -1: the rule's choice). `cluster_ok`: the device runs thread-block
+// clusters (compute capability 9.0 or newer).
 template <typename ResidentFn>
 inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligned, ResidentFn resident_blocks,
                             int max_waves = 0, int force_vpt = 0, int force_tx = 0, int force_ty = 0,
-                            bool fused = false, int force_kind = -1) {
+                            bool fused = false, int force_kind = -1, int force_rpt = 0, int force_cs = 0,
+                            bool cluster_ok = false) {
   Config c{};
   const int n = 16 / elem_size;
-  if (!aligned || hidden % n != 0) {
+  const int nvec = aligned && hidden % n == 0 ? hidden / n : 0;
+  if (nvec > 0 && cluster_ok && nvec <= 8 * 1024 && (force_kind == 7 || force_kind < 0)) {
+    const int cs = force_kind == 7 ? (force_cs ? force_cs : 4) : cluster_by_rule(rows, nvec);
+    if (cs > 0 && (nvec + cs - 1) / cs <= 1024) return cluster_config(rows, nvec, cs, force_kind == 7 ? force_vpt : 0);
+  }
+  if (nvec > 0 && (force_kind == 6 || (force_kind < 0 && nvec <= 64)))
+    return small_config(rows, nvec, force_kind == 6 ? force_vpt : 0, force_kind == 6 ? force_tx : 0,
+                        force_kind == 6 ? force_rpt : 0);
+  if (nvec == 0) {
     c.kind = 2;
     c.tx = hidden >= 1024 ? 256 : (hidden >= 256 ? 128 : 32);
     c.ty = 1;
     c.vpt = 1;
   } else {
-    const int nvec = hidden / n;
     if (nvec > 8 * 512) {
       c.kind = 1;
       c.tx = 1024;
@@ -572,12 +646,16 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       c.vpt = vpt;
       c.tx = tx;
       c.ty = ty;
-      // rows_async: 128-thread blocks, 4 vectors per thread (8 past 512 vectors);
-      // 64-thread blocks of 8 vectors and caps of 8-12 blocks per multiprocessor
-      // were slower or level (NOTES.md).
-      const int avpt = (force_kind == 3 && (force_vpt == 4 || force_vpt == 8)) ? force_vpt : (nvec <= 4 * 128 ? 4 : 8);
+      // rows_async: 128-thread blocks, 4 vectors per thread (8 past 512
+      // vectors, 16 past 1024: hidden 16384 bf16 is 32 KB of staging, 6
+      // blocks per multiprocessor); 64-thread blocks of 8 vectors and caps of
+      // 8-12 blocks per multiprocessor were slower or level (NOTES.md). At
+      // most 48 KB of staging (the default dynamic shared-memory limit).
+      const bool forced = force_kind == 3 && (force_vpt == 4 || force_vpt == 8 || force_vpt == 16);
+      const int avpt = forced ? force_vpt : (nvec <= 4 * 128 ? 4 : (nvec <= 8 * 128 ? 8 : 16));
       const int atx = round_up_32((nvec + avpt - 1) / avpt);
-      const bool async_fits = nvec <= 8 * 128 && atx <= 128;
+      const bool async_fits = nvec <= 16 * 128 && atx <= 128 &&
+                              async_smem_bytes(hidden, elem_size, 1, fused) <= (size_t(48) << 10);
       bool use_async = false;
       if (force_kind == 3) use_async = async_fits;
       else if (force_kind < 0) use_async = async_fits && async_by_rule(rows, nvec, fused);
@@ -588,6 +666,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
         c.ty = force_ty ? force_ty : (128 / atx > 0 ? 128 / atx : 1);
         if (c.tx * c.ty > RMSNORM_ASYNC_MAX_THREADS) c.ty = 1;
         c.smem = async_smem_bytes(hidden, elem_size, c.ty, fused);
+        if (c.smem > (size_t(48) << 10)) { c.ty = 1; c.smem = async_smem_bytes(hidden, elem_size, 1, fused); }
       }
     }
   }
@@ -603,6 +682,17 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
 }
 
 template <typename T, bool FUSED>
+inline const void* small_ptr(const Config& c) {
+  if (c.vpt == 1) {
+    if (c.rpt == 4) return (const void*)rows_small<T, 1, 4, FUSED>;
+    if (c.rpt == 2) return (const void*)rows_small<T, 1, 2, FUSED>;
+    return (const void*)rows_small<T, 1, 1, FUSED>;
+  }
+  if (c.vpt == 2) return c.rpt == 2 ? (const void*)rows_small<T, 2, 2, FUSED> : (const void*)rows_small<T, 2, 1, FUSED>;
+  return (const void*)rows_small<T, 4, 1, FUSED>;
+}
+
+template <typename T, bool FUSED>
 inline const void* kernel_ptr(const Config& c) {
   if (c.kind == 0) {
     switch (c.vpt) {
@@ -612,15 +702,62 @@ inline const void* kernel_ptr(const Config& c) {
       default: return (const void*)rows_reg<T, 8, FUSED>;
     }
   }
-  if (c.kind == 3) return c.vpt == 4 ? (const void*)rows_async<T, 4, FUSED> : (const void*)rows_async<T, 8, FUSED>;
+  if (c.kind == 3) {
+    if (c.vpt == 4) return (const void*)rows_async<T, 4, FUSED>;
+    return c.vpt == 8 ? (const void*)rows_async<T, 8, FUSED> : (const void*)rows_async<T, 16, FUSED>;
+  }
+  if (c.kind == 6) return small_ptr<T, FUSED>(c);
+  if (c.kind == 7) {
+    if (c.vpt == 1) return (const void*)rows_cluster<T, 1, FUSED>;
+    return c.vpt == 2 ? (const void*)rows_cluster<T, 2, FUSED> : (const void*)rows_cluster<T, 4, FUSED>;
+  }
   if (c.kind == 1) return (const void*)rows_loop<T, true, FUSED>;
   return (const void*)rows_loop<T, false, FUSED>;
+}
+
+template <typename T, bool FUSED>
+inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_t stream) {
+  const int l = log2_ceil(c.tx);
+  const dim3 grid((unsigned)(c.grid > 0x7fffffff ? 0x7fffffff : (c.grid < 1 ? 1 : c.grid)));
+  const dim3 block(256);
+  if (c.vpt == 1) {
+    if (c.rpt == 4) rows_small<T, 1, 4, FUSED><<<grid, block, 0, stream>>>(p, l);
+    else if (c.rpt == 2) rows_small<T, 1, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
+    else rows_small<T, 1, 1, FUSED><<<grid, block, 0, stream>>>(p, l);
+  } else if (c.vpt == 2) {
+    if (c.rpt == 2) rows_small<T, 2, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
+    else rows_small<T, 2, 1, FUSED><<<grid, block, 0, stream>>>(p, l);
+  } else {
+    rows_small<T, 4, 1, FUSED><<<grid, block, 0, stream>>>(p, l);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T, bool FUSED>
+inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)c.cs, (unsigned)c.grid, 1);
+  cfg.blockDim = dim3((unsigned)c.tx, 1, 1);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = (unsigned)c.cs;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (c.vpt == 1) return cudaLaunchKernelEx(&cfg, rows_cluster<T, 1, FUSED>, p, c.slice);
+  if (c.vpt == 2) return cudaLaunchKernelEx(&cfg, rows_cluster<T, 2, FUSED>, p, c.slice);
+  return cudaLaunchKernelEx(&cfg, rows_cluster<T, 4, FUSED>, p, c.slice);
 }
 
 // `smem`: dynamic shared memory per block, unused by the kernels; the tuner
 // sets it to cap how many blocks share a multiprocessor.
 template <typename T, bool FUSED>
 inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream, size_t smem = 0) {
+  if (c.kind == 6) return launch_small<T, FUSED>(p, c, stream);
+  if (c.kind == 7) return launch_cluster<T, FUSED>(p, c, stream);
   dim3 block(c.tx, c.ty);
   dim3 grid((unsigned)c.grid);
   if (c.kind == 0) {
@@ -632,7 +769,8 @@ inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stre
     }
   } else if (c.kind == 3) {
     if (c.vpt == 4) rows_async<T, 4, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
-    else rows_async<T, 8, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
+    else if (c.vpt == 8) rows_async<T, 8, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
+    else rows_async<T, 16, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
   } else if (c.kind == 1) {
     rows_loop<T, true, FUSED><<<grid, block, 0, stream>>>(p);
   } else {
