@@ -10,7 +10,11 @@
 #   bash scripts/gpu/run_all_h200.sh
 # Env: KERNELS (built), SMOKE and BENCH (default: KERNELS), EXTRA (a command
 # run after the build, before smoke and bench; sees RES, the results folder),
-# EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests).
+# EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests),
+# TUNE (kernels also built as tuning builds, -D<KERNEL>_TUNE_ENV, in parallel
+# with the others, and swept by scripts/gpu/sweep.py after the benches).
+# The smoke runs of all kernels go in parallel (correctness only); the benches
+# run one at a time, alone on the GPU.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
@@ -34,6 +38,7 @@ BENCH=${BENCH-$KERNELS}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 python3 -c "import torch, kernels; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'kernels', kernels.__version__)"
 
+TUNE=${TUNE:-}
 echo "== build (parallel, python -m pipeline build)"
 t0=$(date +%s); pids=()
 for k in $KERNELS; do
@@ -41,8 +46,21 @@ for k in $KERNELS; do
     > "$RES/$k-build.json" 2> "$RES/$k-build.log" &
   pids+=($!)
 done
+for k in $TUNE; do  # a copy of the project with the tuning override compiled in
+  K=$(echo "$k" | tr a-z A-Z)
+  rm -rf "/tmp/tune-$k" && cp -r "kernels-src/$k" "/tmp/tune-$k"
+  if grep -q '^cuda-flags' "/tmp/tune-$k/build.toml"; then
+    sed -i "s/^cuda-flags = \[/cuda-flags = [\"-D${K}_TUNE_ENV\", /" "/tmp/tune-$k/build.toml"
+  else
+    sed -i "0,/^backend = \"cuda\"/s//backend = \"cuda\"\ncuda-flags = [\"-O3\", \"-D${K}_TUNE_ENV\"]/" "/tmp/tune-$k/build.toml"
+  fi
+  python3 -m pipeline build "/tmp/tune-$k" --backend local --out "/tmp/build-tune-$k" --json \
+    > "$RES/tune-$k-build.json" 2> "$RES/tune-$k-build.log" &
+  pids+=($!)
+done
 wait "${pids[@]}"   # these PIDs only: a bare `wait` would also wait for the tee above
 for k in $KERNELS; do echo "-- $k"; tail -3 "$RES/$k-build.log"; done
+for k in $TUNE; do echo "-- tune $k"; grep -n "cuda-flags" "/tmp/tune-$k/build.toml"; tail -2 "$RES/tune-$k-build.log"; done
 echo "build took $(( $(date +%s) - t0 )) s"; pack
 echo "== check (python -m pipeline check: layout, metadata, manylinux_2_28 and abi3 symbols)"
 for k in $KERNELS; do
@@ -55,27 +73,33 @@ if [ -n "${EXTRA:-}" ]; then
 fi
 
 wants() { case " $1 " in *" $2 "*) return 0 ;; *) return 1 ;; esac; }
-for k in $KERNELS; do
-  if wants "$SMOKE" "$k"; then
-  [ "$(left)" -gt 20 ] || { echo "deadline: skipping smoke $k"; continue; }
-  t0=$(date +%s)
-  seeds=3; [ "$k" = rmsnorm ] || seeds=2
-  timeout "$(left)" python3 -m pipeline smoke "/tmp/build-$k" --kernel "kernels-src/$k" --seeds $seeds --json \
-    > "$RES/$k-smoke.json" 2> "$RES/$k-smoke.log"
-  echo "smoke $k rc=$? took $(( $(date +%s) - t0 )) s"
-  python3 - "$RES/$k-smoke.json" <<'PY'
+smoke_summary() {
+  python3 - "$RES/$1-smoke.json" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
 except Exception as exc:
     print("  no smoke report:", exc); raise SystemExit
 print("  smoke:", "PASS" if d.get("passed") else "FAIL", d.get("counts"), d.get("variant"))
-for r in d.get("results", []):
-    if not r["passed"]:
-        print("  FAIL", r["check"], r["name"], r["seed"], (r["message"] or "")[:200])
+for r in [r for r in d.get("results", []) if not r["passed"]][:12]:
+    print("  FAIL", r["check"], r["name"], r["seed"], (r["message"] or "")[:200])
 PY
-  pack
-  fi
+}
+t0=$(date +%s); spids=(); sk=()
+for k in $KERNELS; do
+  wants "$SMOKE" "$k" || continue
+  seeds=3; [ "$k" = rmsnorm ] || seeds=2
+  timeout "$(left)" python3 -m pipeline smoke "/tmp/build-$k" --kernel "kernels-src/$k" --seeds $seeds --json \
+    > "$RES/$k-smoke.json" 2> "$RES/$k-smoke.log" &
+  spids+=($!); sk+=("$k")
+done
+if [ ${#spids[@]} -gt 0 ]; then
+  for i in "${!spids[@]}"; do
+    wait "${spids[$i]}"; echo "smoke ${sk[$i]} rc=$?"; smoke_summary "${sk[$i]}"
+  done
+  echo "smoke (parallel) took $(( $(date +%s) - t0 )) s"; pack
+fi
+for k in $KERNELS; do
   wants "$BENCH" "$k" || continue
   [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k"; continue; }
   t0=$(date +%s)
@@ -90,11 +114,21 @@ except Exception as exc:
     print("  no bench report:", exc); raise SystemExit
 print(f"  copy {d['copy_bandwidth_gbs']} GB/s")
 for r in d["results"]:
-    t = r["times_us"]
-    print(f"  {r['name']:<34} {t['kernel']:8.1f} us {r['copy_fraction']['kernel']:.3f} of copy  "
-          + " ".join(f"{b} {t[b]:.1f}" for b in r["baselines"]))
+    t, g = r["times_us"], r.get("graph_times_us", {})
+    line = (f"  {r['name']:<34} {t['kernel']:7.2f} {r['copy_fraction']['kernel']:.3f} | "
+            + " ".join(f"{b[:6]} {t[b]:.2f}" for b in r["baselines"]))
+    if g:
+        line += " || graph " + " ".join(f"{k[:6]} {v:.2f}" for k, v in g.items())
+    print(line)
 PY
   pack
+done
+for k in $TUNE; do
+  [ "$(left)" -gt 20 ] || { echo "deadline: skipping sweep $k"; continue; }
+  t0=$(date +%s)
+  timeout "$(left)" python3 scripts/gpu/sweep.py "$k" "/tmp/build-tune-$k" --json "$RES/sweep-$k.json" \
+    > "$RES/sweep-$k.txt" 2>&1
+  echo "sweep $k rc=$? took $(( $(date +%s) - t0 )) s"; tail -4 "$RES/sweep-$k.txt"; pack
 done
 
 if [ "${TESTS:-1}" = 1 ] && [ "$(left)" -gt 15 ] && [ -d /tmp/build-rmsnorm ]; then

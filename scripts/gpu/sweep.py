@@ -1,0 +1,112 @@
+"""Launch-shape sweep on the H200: one tuning build of a kernel, every candidate
+configuration of the shapes that decide its rules, in one process.
+
+A tuning build is the kernel project built with -D<KERNEL>_TUNE_ENV (see
+run_all_h200.sh's TUNE): its glue then reads the configuration to launch from
+an environment variable on every call (RMSNORM_CONFIG, ADALN_CONFIG,
+GEGLU_CONFIG; the formats are in each kernel's .cu). The shipped build has no
+such override. Each candidate is timed like `pipeline bench` times (the same
+Timer: L2 read-flush before each repetition, CUDA events, median; graph replay
+for cases of at most 8 MiB) and its output is compared with the rule's
+default, so a configuration that computes something else is flagged, not timed.
+
+    python3 scripts/gpu/sweep.py rmsnorm /tmp/build-tune-rmsnorm [--reps 100] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from pipeline import bench  # noqa: E402
+from pipeline.smoke import load_variant  # noqa: E402
+
+SMALL = [f"6,{v},0,0,{r},0" for v, r in ((1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1))] + ["3,4,0,0,0,0", "0,0,0,0,0,0"]
+DECODE = ["0,0,0,0,0,0", "7,0,0,0,0,2", "7,0,0,0,0,4", "7,0,0,0,0,8"]
+WIDE = ["0,4,0,0,0,0", "0,8,0,0,0,0", "3,8,0,0,0,0", "3,16,0,0,0,0"]
+
+# kernel -> (environment variable, {case name: [configurations]}); "" is the rule's choice.
+SWEEPS = {
+    "rmsnorm": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": SMALL for s in ("262144x128", "70000x128", "65536x128", "262144x64", "65536x64",
+                                             "2048x128")},
+        **{f"rms_norm/{s}": DECODE for s in ("1x4096", "8x4096", "64x4096", "1x8192", "64x8192", "1x16384",
+                                             "64x16384", "64x7168")},
+        **{f"fused_add_rms_norm/{s}": DECODE for s in ("1x4096", "64x4096")},
+        **{f"rms_norm/{s}": WIDE for s in ("8192x7168", "2048x7168", "8192x5120", "4096x8192", "2048x16384")},
+        "rms_norm/512x4096": ["0,2,0,0,0,0", "0,4,0,0,0,0", "0,1,0,0,0,0", "3,4,0,0,0,0"],
+    }),
+    "adaln": ("ADALN_CONFIG", {
+        **{f"adaln/rms/{s}": ["8,32,4", "8,32,8", "4,64,2", "4,64,4", "2,128,1", "8,32,2"]
+           for s in ("1x6144x2048", "2x16384x2048")},
+        **{f"adaln/layer/{s}": ["6,32,4", "6,32,8", "4,64,2", "2,128,1", "8,32,4", "6,32,2"]
+           for s in ("2x4096x1152", "8x4096x1152")},
+    }),
+    "geglu": ("GEGLU_CONFIG", {
+        **{f"geglu/{s}": ["1,128,0", "1,256,0", "2,128,0", "2,256,0", "4,128,0", "4,256,0", "0,0,1"]
+           for s in ("none/4096x16384", "none/16384x16384", "tanh/4096x16384", "tanh/gate-first/2048x28672")},
+        **{f"geglu/{s}": ["1,128,0", "1,64,0", "2,128,0", "2,256,0", "0,0,1"]
+           for s in ("tanh/gate-first/1x28672", "tanh/gate-first/64x28672")},
+    }),
+}
+
+
+def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
+    import torch
+
+    var, plan = SWEEPS[kernel]
+    loaded = load_variant(build)
+    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / kernel)}
+    device = torch.device("cuda")
+    timer = bench.Timer(device, reps=reps, warmup=5)
+    rows = []
+    for name, configs in plan.items():
+        case = cases.get(name)
+        if case is None:
+            print(f"{name}: not a bench case", flush=True)
+            continue
+        os.environ.pop(var, None)
+        fns = case["setup"](loaded.module, device)
+        ref = bench._first(fns["kernel"]()).clone()
+        graph = bench.wants_graph(case, device)
+        for cfg in ["", *configs]:
+            os.environ[var] = cfg
+            out = bench._first(fns["kernel"]())
+            diff = bench._rel(out, ref)
+            row = {"case": name, "config": cfg or "rule", "bytes": case["bytes"], "rel_diff": diff}
+            if diff > 1e-2 or diff != diff:
+                row["error"] = "output differs from the rule's"
+            else:
+                row["us"] = timer(fns["kernel"]).median_us
+                if graph:
+                    row["graph_us"] = timer.graph(fns["kernel"]).median_us
+            rows.append(row)
+            print(f"{name:<40} {row['config']:<16} " + (f"{row['us']:8.2f} us" if "us" in row else row["error"])
+                  + (f"  graph {row['graph_us']:6.2f} us" if "graph_us" in row else ""), flush=True)
+        os.environ.pop(var, None)
+        fns = None
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("kernel", choices=sorted(SWEEPS))
+    ap.add_argument("build", type=Path)
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    rows = sweep(args.kernel, args.build, args.reps)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
