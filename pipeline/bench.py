@@ -48,15 +48,19 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pipeline.casefile import load_case_list
-from pipeline.errors import BenchError
+from pipeline.errors import BenchError, SmokeError
+from pipeline.events import Event, Reporter, quiet
+from pipeline.smoke import load_variant
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.bundle import Bundle
+    from pipeline.workspace import Kernel
 
 CASES_FILE = Path("benchmarks") / "bench_cases.py"
 COPY_BYTES = 1 << 30
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -126,10 +130,13 @@ def _sig(x: float, digits: int = 4) -> float:
 # --------------------------------------------------------------------------
 
 
-def load_cases(project_root: Path) -> list[dict]:
-    path = Path(project_root) / CASES_FILE
+def load_cases(path: Path) -> list[dict]:
+    """The cases of a case file (a kernel's `benchmarks/bench_cases.py`, or the project holding it)."""
+    path = Path(path)
+    if path.is_dir() or not path.suffix:
+        path = path / CASES_FILE
     if not path.is_file():
-        raise BenchError(f"the kernel project has no {CASES_FILE}", path=str(project_root), code="B001",
+        raise BenchError(f"no such case file: {path}", path=str(path), code="B001",
                          hint="see pipeline/bench.py for the case contract")
     cases = load_case_list(path, "bench_cases", error=BenchError, code="B002")
     problems = []
@@ -218,7 +225,7 @@ def _rel(a, b) -> float:
 
 
 def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int = 10,
-              progress: Progress | None = None) -> tuple[float, list[CaseBench]]:
+              report: Reporter = quiet) -> tuple[float, list[CaseBench]]:
     import torch
 
     if reps < 1:
@@ -227,8 +234,7 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
     copy_gbs = copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20)
     results = []
     for n, case in enumerate(cases):
-        if progress:
-            progress(f"[{n + 1}/{len(cases)}] {case['name']}")
+        report(Event("progress", case["name"], n, len(cases), stage="bench"))
         torch._dynamo.reset()  # each case's torch.compile baseline compiles for its own static shape
         try:
             fns = case["setup"](module, device)
@@ -252,20 +258,22 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
     return copy_gbs, results
 
 
-def run_bench(build_dir: Path, project_root: Path | None = None, *, reps: int = 100, warmup: int = 10,
-              only: str | None = None, cases: list[dict] | None = None, progress: Progress | None = None,
+def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = 10,
+              only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
               command: str = "") -> BenchReport:
+    """Time the host's variant of `bundle` on the resolved kernel's bench cases."""
     import torch
 
-    from pipeline.errors import SmokeError
-    from pipeline.smoke import find_project, load_variant
-
     try:
-        loaded = load_variant(Path(build_dir))
-        if cases is None:
-            cases = load_cases(find_project(loaded.kernel_name, Path(build_dir), project_root, needs=CASES_FILE))
+        loaded = load_variant(bundle.root)
     except SmokeError as exc:
         raise BenchError(exc.message, hint=exc.hint, path=exc.path, code=exc.code) from None
+    if cases is None:
+        if kernel is None or kernel.bench_cases is None:
+            where = kernel.shown if kernel is not None else str(bundle.root)
+            raise BenchError(f"no {CASES_FILE} for this build", path=where, code="B001",
+                             hint="pass the kernel project with --kernel PATH; see the case contract in pipeline/bench.py")
+        cases = load_cases(kernel.bench_cases)
     if only:
         cases = [c for c in cases if only in c["name"]]
         if not cases:
@@ -278,7 +286,7 @@ def run_bench(build_dir: Path, project_root: Path | None = None, *, reps: int = 
     else:
         device = torch.device("cpu")
         device_name = f"cpu ({platform.processor() or platform.machine()})"
-    copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, progress=progress)
+    copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report)
     method = {
         "timer": "cuda events" if device.type == "cuda" else "host perf_counter",
         "statistic": "median", "reps": reps, "warmup": warmup,

@@ -204,7 +204,7 @@ def variant_files(variant_dir: Path) -> tuple[str, ...]:
 
 # --- the checks ----------------------------------------------------------------
 
-def _describe_variant(parsed) -> tuple[str | None, str | None, str | None]:
+def describe_variant(parsed) -> tuple[str | None, str | None, str | None]:
     """(framework, target, platform) in words, read from kernels' parsed variant."""
     from kernels.variants import ArchVariant
 
@@ -289,25 +289,24 @@ def exported_layers(variant: VariantBundle) -> tuple[str, ...]:
     return ()
 
 
-def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundle:
-    from kernels._rust import Digest, DigestValidationError, Metadata
-    from kernels.variants import ArchVariant, parse_variant
+def _parse_name(name: str, rel_dir: Path, col: _Collector):
+    """kernels' parsed variant (None when it does not parse) and its description in words."""
+    from kernels.variants import parse_variant
 
-    name = vdir.name
-    rel_dir = vdir.relative_to(build_dir.parent) if build_dir.parent != build_dir else vdir
-    framework = target = platform = None
-    parsed = None
     try:
         parsed = parse_variant(name)
         if parsed.variant_str != name:
             raise ValueError(f"it reads back as {parsed.variant_str!r}")
-        framework, target, platform = _describe_variant(parsed)
+        return parsed, describe_variant(parsed)
     except ValueError as exc:
         col.error(rel_dir, "C005", f"kernels cannot parse the variant name {name!r}: {exc}",
                   hint="variant directories are named like torch213-cxx11-cu130-x86_64-linux or torch-cpu; "
                        "`python -m pipeline matrix` lists the valid names")
+        return None, (None, None, None)
 
-    # Stray files: anything a build leaves behind that is not part of the kernel.
+
+def _check_strays(vdir: Path, rel_dir: Path, col: _Collector) -> None:
+    """Anything a build leaves behind that is not part of the kernel."""
     strays = []
     for dirpath, dirnames, filenames in os.walk(vdir, followlinks=True):
         here = Path(dirpath)
@@ -328,61 +327,81 @@ def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundl
             col.error(rel_dir / s, "C009", "stray file: not part of a kernel build",
                       hint="remove it and rebuild into a clean directory")
 
-    meta = None
+
+def _read_metadata(vdir: Path, rel_dir: Path, col: _Collector):
+    from kernels._rust import Metadata
+
     meta_path = vdir / "metadata.json"
     if not meta_path.is_file():
         col.error(rel_dir / "metadata.json", "C001", "metadata.json is missing",
                   hint="every variant needs the metadata.json that the build writes")
-    else:
-        try:
-            meta = Metadata.read_from_file(meta_path)
-        except ValueError as exc:
-            col.error(rel_dir / "metadata.json", "C002", f"kernels cannot parse metadata.json: {exc}",
-                      hint="required keys: name, id, version, license, python-depends, backend.type")
+        return None
+    try:
+        return Metadata.read_from_file(meta_path)
+    except ValueError as exc:
+        col.error(rel_dir / "metadata.json", "C002", f"kernels cannot parse metadata.json: {exc}",
+                  hint="required keys: name, id, version, license, python-depends, backend.type")
+        return None
 
+
+def _check_digest(meta, vdir: Path, rel_dir: Path, col: _Collector) -> None:
+    from kernels._rust import Digest, DigestValidationError
+
+    digest = meta.digest
+    if digest is None:
+        col.error(rel_dir / "metadata.json", "C003", "metadata.json has no digest",
+                  hint="the build records a sha256 digest of every file; rebuild the variant")
+        return
+    try:
+        digest.validate(Digest.hash_variant(digest.algorithm, vdir))
+    except DigestValidationError as exc:
+        for violation in exc.violations:
+            col.error(rel_dir, "C004", f"digest mismatch: {violation}",
+                      hint="the files changed after the build recorded their digest; rebuild the variant")
+    except (OSError, RuntimeError) as exc:
+        col.error(rel_dir, "C004", f"cannot hash the variant: {exc}")
+
+
+def _check_contents(meta, parsed, vdir: Path, rel_dir: Path, files: tuple[str, ...], col: _Collector) -> dict:
+    """Backend, package, extension name and provenance; returns the provenance summary."""
+    from kernels.variants import ArchVariant
+
+    backend_type = str(meta.backend.backend_type).lower()
+    if parsed is not None and isinstance(parsed, ArchVariant) and parsed.arch.backend.name != backend_type:
+        col.error(rel_dir / "metadata.json", "C011",
+                  f"metadata backend is {backend_type!r} but the variant name says {parsed.arch.backend.name!r}")
+    if not (vdir / "__init__.py").is_file() and not (vdir / meta.name.python_name / "__init__.py").is_file():
+        col.error(rel_dir / "__init__.py", "C008", "the variant has no __init__.py; kernels cannot import it")
+    sos = [f for f in files if f.endswith(".so") or f.endswith(".pyd")]
+    if isinstance(parsed, ArchVariant) and parsed.arch.backend.name not in ("metal",) and not sos:
+        col.warning(rel_dir, "C008", "arch variant without a compiled extension (.so)")
+    if sos and not any(Path(s).name.startswith(meta.id) for s in sos):
+        col.error(rel_dir, "C012", f"no shared object named after the kernel id {meta.id!r} "
+                  f"(found {', '.join(sos)})", hint="the extension module must be <id>.abi3.so")
+    prov = meta.provenance
+    if prov is None:
+        return {}
+    if prov.dirty:
+        col.warning(rel_dir / "metadata.json", "C014", "built from a git tree with uncommitted changes",
+                    hint="commit the kernel sources and rebuild for a reproducible build")
+    return {"kernel_builder": prov.kernel_builder.version,
+            "kernel_commit": prov.kernel.commit if prov.kernel else None, "dirty": prov.dirty}
+
+
+def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundle:
+    name = vdir.name
+    rel_dir = vdir.relative_to(build_dir.parent) if build_dir.parent != build_dir else vdir
+    parsed, (framework, target, platform) = _parse_name(name, rel_dir, col)
+    _check_strays(vdir, rel_dir, col)
+    meta = _read_metadata(vdir, rel_dir, col)
     files = variant_files(vdir)
     provenance: dict = {}
     if meta is not None:
-        digest = meta.digest
-        if digest is None:
-            col.error(rel_dir / "metadata.json", "C003", "metadata.json has no digest",
-                      hint="the build records a sha256 digest of every file; rebuild the variant")
-        else:
-            try:
-                actual = Digest.hash_variant(digest.algorithm, vdir)
-                digest.validate(actual)
-            except DigestValidationError as exc:
-                for violation in exc.violations:
-                    col.error(rel_dir, "C004", f"digest mismatch: {violation}",
-                              hint="the files changed after the build recorded their digest; rebuild the variant")
-            except (OSError, RuntimeError) as exc:
-                col.error(rel_dir, "C004", f"cannot hash the variant: {exc}")
-        backend_type = str(meta.backend.backend_type).lower()
-        if parsed is not None and isinstance(parsed, ArchVariant) and parsed.arch.backend.name != backend_type:
-            col.error(rel_dir / "metadata.json", "C011",
-                      f"metadata backend is {backend_type!r} but the variant name says {parsed.arch.backend.name!r}")
-        if not (vdir / "__init__.py").is_file() and not (vdir / meta.name.python_name / "__init__.py").is_file():
-            col.error(rel_dir / "__init__.py", "C008", "the variant has no __init__.py; kernels cannot import it")
-        sos = [f for f in files if f.endswith(".so") or f.endswith(".pyd")]
-        if isinstance(parsed, ArchVariant) and parsed.arch.backend.name not in ("metal",) and not sos:
-            col.warning(rel_dir, "C008", "arch variant without a compiled extension (.so)")
-        if sos and not any(Path(s).name.startswith(meta.id) for s in sos):
-            col.error(rel_dir, "C012", f"no shared object named after the kernel id {meta.id!r} "
-                      f"(found {', '.join(sos)})", hint="the extension module must be <id>.abi3.so")
-        prov = meta.provenance
-        if prov is not None:
-            provenance = {
-                "kernel_builder": prov.kernel_builder.version,
-                "kernel_commit": prov.kernel.commit if prov.kernel else None,
-                "dirty": prov.dirty,
-            }
-            if prov.dirty:
-                col.warning(rel_dir / "metadata.json", "C014", "built from a git tree with uncommitted changes",
-                            hint="commit the kernel sources and rebuild for a reproducible build")
+        _check_digest(meta, vdir, rel_dir, col)
+        provenance = _check_contents(meta, parsed, vdir, rel_dir, files, col)
     for rel in files:
         if rel.endswith(".so") or rel.endswith(".pyd"):
             _check_abi(vdir / rel, str(rel_dir / rel), getattr(getattr(parsed, "arch", None), "os", None), col)
-
     return VariantBundle(
         name=name, path=vdir,
         kernel_name=str(meta.name) if meta else None,
@@ -448,51 +467,3 @@ def read_metadata_json(variant_dir: Path) -> dict:
         return json.loads((variant_dir / "metadata.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-
-
-# --- the matrix a bundle should cover -----------------------------------------
-
-def project_for_build_dir(build_dir: Path) -> Path | None:
-    """The kernel project a build tree belongs to: `<project>/build`, or a Nix
-    `result/<kernel>` whose kernel is listed in the workspace."""
-    build_dir = Path(build_dir).resolve()
-    parent = build_dir.parent
-    if (parent / "build.toml").is_file() and not _is_workspace_file(parent / "build.toml"):
-        return parent
-    from pipeline.workspace import find_workspace, load_workspace
-
-    root = find_workspace(Path.cwd()) or find_workspace(build_dir)
-    if root is None:
-        return None
-    ws = load_workspace(root)
-    for path in ws.kernel_paths:
-        if path.name == build_dir.name:
-            return path
-    return None
-
-
-def _is_workspace_file(path: Path) -> bool:
-    from pipeline import toml
-
-    try:
-        return "workspace" in toml.loads(toml.read_text(path))
-    except (toml.TOMLDecodeError, UnicodeDecodeError, OSError):
-        return False
-
-
-def expected_variants(project_path, *, ci: bool = False) -> list:
-    """The project's build matrix (BUILD's `compute_matrix`) under the workspace
-    policy: the full one, or the reduced pull-request one with `ci`. A project
-    outside any workspace gets the builder's whole table (as `matrix` does)."""
-    from pipeline.matrix import compute_matrix, full_table_policy, reduced_policy
-    from pipeline.project import load_project
-    from pipeline.workspace import find_workspace, load_workspace
-
-    # A KernelProject already loaded (publish validated it) or a path.
-    project = load_project(Path(project_path)) if isinstance(project_path, (str, os.PathLike)) else project_path
-    root = find_workspace(Path(project.root))
-    if root is None:
-        full = full_table_policy()
-        return list(compute_matrix(project, reduced_policy(full) if ci else full))
-    ws = load_workspace(root)
-    return list(compute_matrix(project, ws.ci_matrix if ci else ws.matrix))

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pipeline import toml
 from pipeline.errors import MatrixError
-from pipeline.workspace import KNOWN_BACKENDS, MatrixPolicy
+from pipeline.policy import KNOWN_BACKENDS, MatrixPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.project import KernelProject
@@ -401,56 +401,3 @@ def matrix_rows(entries: Iterable[MatrixEntry], *, group: str | None = None) -> 
             "count": len(members),
         })
     return {"include": rows}
-
-
-# ---------------------------------------------------------------- PATH
-
-
-def is_workspace_root(path: Path) -> bool:
-    candidate = Path(path) / "build.toml"
-    if not candidate.is_file():
-        return False
-    try:
-        return "workspace" in toml.loads(toml.read_text(candidate))
-    except (toml.TOMLDecodeError, UnicodeDecodeError, OSError):
-        return False
-
-
-def matrix_for_path(path: Path, *, ci: bool = False) -> list[MatrixEntry]:
-    """Every (kernel, variant) for PATH: a kernel project, or a workspace root (every kernel).
-
-    A project inside a workspace takes the workspace's policy; one outside any
-    takes the whole table (`--ci`: `reduced_policy` of it).
-    """
-    from pipeline.project import load_project
-    from pipeline.workspace import find_workspace, load_workspace
-
-    path = Path(path)
-    if is_workspace_root(path):
-        ws = load_workspace(path.resolve())
-        policy = ws.ci_matrix if ci else ws.matrix
-        projects = [(load_project(p), _relpath(p, ws.root)) for p in ws.kernel_paths]
-    else:
-        project = load_project(path)
-        ws_root = find_workspace(project.root.resolve().parent)
-        if ws_root is not None:
-            ws = load_workspace(ws_root)
-            policy = ws.ci_matrix if ci else ws.matrix
-            shown = _relpath(project.root, ws.root)
-        else:
-            full = full_table_policy()
-            policy = reduced_policy(full) if ci else full
-            shown = str(path)
-        projects = [(project, shown)]
-    entries: list[MatrixEntry] = []
-    for project, shown in projects:
-        for variant in compute_matrix(project, policy):
-            entries.append(MatrixEntry(kernel=project.name, path=shown, variant=variant))
-    return entries
-
-
-def _relpath(path: Path, root: Path) -> str:
-    try:
-        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-    except ValueError:
-        return str(path)

@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Callable
 
 from pipeline import __version__
 from pipeline.build import cache, layout, source, toolchain
-from pipeline.build.events import BuildEvent
+from pipeline.build.result import BuildResult, BuiltVariant
+from pipeline.events import Event
 from pipeline.errors import BuildError, MatrixError, Problem
 from pipeline.fsutil import atomic_write_text, staged_dir
 from pipeline.matrix import (TorchInfo, Variant, cpu_variant_of, default_cuda_capabilities, host_variant,
                              torch_info, version_key)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pipeline.build import BuildResult
     from pipeline.project import KernelProject, KernelSpec
 
 CXX_SOURCES = (".cpp", ".cc", ".cxx", ".c")
@@ -50,7 +50,7 @@ LOCAL_DEPENDS = {"torch"}
 NO_HALF = {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
            "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"}
 
-Report = Callable[[BuildEvent], None]
+Report = Callable[[Event], None]
 
 # libstdc++ >= 11 reads glibc 2.32's `__libc_single_threaded` from inline code
 # (shared_ptr and friends), which ties a library built on a newer distribution
@@ -441,7 +441,7 @@ def run_ninja(project: "KernelProject", work: Path, report: Report) -> None:
             log.write(line)
             match = _STATUS.match(line.rstrip("\n"))
             if match:
-                report(BuildEvent("compile", match.group(3), int(match.group(1)) - 1, int(match.group(2))))
+                report(Event("compile", match.group(3), int(match.group(1)) - 1, int(match.group(2))))
         code = proc.wait()
     if code != 0:
         text = log_path.read_text(encoding="utf-8", errors="replace")
@@ -521,16 +521,15 @@ def recorded_deps(work: Path, root: Path) -> list[str]:
 # ---------------------------------------------------------------- the build ----
 
 def build_local(project: "KernelProject", out: Path, *, variant: str | None, progress: Report,
-                unique_id: str | None = None) -> "BuildResult":
-    from pipeline.build import BuildResult, BuiltVariant
+                unique_id: str | None = None) -> BuildResult:
 
     started = time.monotonic()
     info = torch_info()
     target = choose_variant(project, info, variant)
-    progress(BuildEvent("step", f"{project.name}: {target.name}"))
+    progress(Event("step", f"{project.name}: {target.name}"))
     plan = make_plan(project, target, out, info, unique_id)
     for warning in plan.warnings:
-        progress(BuildEvent("warning", warning))
+        progress(Event("warning", warning))
     work = cache.work_dir(project.root, target.name)
     stamp = cache.Stamp.read(work)
     final = out / target.name
@@ -539,11 +538,11 @@ def build_local(project: "KernelProject", out: Path, *, variant: str | None, pro
     library = work / f"{plan.kernel_id}.abi3.so"
     if (stamp.compile_key == ckey and stamp.package_key == pkey and stamp.output
             and stamp.out == str(final.resolve()) and cache.tree_hashes(final) == stamp.output):
-        progress(BuildEvent("step", f"{target.name} is up to date ({plan.kernel_id})"))
+        progress(Event("step", f"{target.name} is up to date ({plan.kernel_id})"))
         return BuildResult(variants=(BuiltVariant(target, final, plan.kernel_id, True,
                                                   time.monotonic() - started),), backend="local", out=out)
     if stamp.compile_key != ckey or not library.is_file():
-        progress(BuildEvent("step", f"compiling {len(plan.units)} source(s) for {target.name}"))
+        progress(Event("step", f"compiling {len(plan.units)} source(s) for {target.name}"))
         library = write_ninja(project, plan, work)
         run_ninja(project, work, progress)
         if toolchain.private_libstdcxx(library):
@@ -554,8 +553,8 @@ def build_local(project: "KernelProject", out: Path, *, variant: str | None, pro
         stamp.deps = recorded_deps(work, project.root)
         ckey = compile_key(project, plan, stamp.deps)
     else:
-        progress(BuildEvent("step", f"reusing the compiled {library.name}"))
-    progress(BuildEvent("step", f"writing {final}"))
+        progress(Event("step", f"reusing the compiled {library.name}"))
+    progress(Event("step", f"writing {final}"))
     with staged_dir(final) as tmp:
         tmp.chmod(0o755)  # mkdtemp makes it private; a build directory is for everyone to read
         layout.copy_package(project.package_dir, list(plan.package_files), tmp)
