@@ -45,10 +45,7 @@ A case that raises fails with the exception's message; nothing is skipped.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
-import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any

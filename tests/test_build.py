@@ -254,7 +254,7 @@ ninja: build stopped: subcommand failed.
 
 
 def test_compiler_problems_are_the_error_lines(tmp_path):
-    from pipeline.build.local import compiler_problems
+    from pipeline.build.diagnostics import compiler_problems
 
     problems = compiler_problems(GCC_LOG.format(root=tmp_path), tmp_path)
     assert [(p.path, p.line) for p in problems] == [("tiny_add_cpu/add.cpp", 14), ("kernel.cu", 7)]

@@ -32,7 +32,6 @@ from pipeline.build.nix import build_nix
 from pipeline.build.result import BuildResult, BuiltVariant
 from pipeline.events import Reporter, quiet
 from pipeline.errors import BuildError
-from pipeline.matrix import Variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.project import KernelProject
