@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from pipeline import __version__
+from pipeline.codes import default_hint
 from pipeline.console import Output
 from pipeline.errors import PipelineError
 
@@ -37,6 +38,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("hub", "pipeline.commands.hub", "the embedded Kernel Hub (hub serve)"),
     Verb("init", "pipeline.commands.init", "create a new kernel project from a template"),
     Verb("skill", "pipeline.commands.skill", "write an agent skill that produces valid kernel projects"),
+    Verb("codes", "pipeline.commands.codes", "explain an error code (or list every code)"),
 )
 
 
@@ -74,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except PipelineError as exc:
         if args.traceback or os.environ.get("PIPELINE_TRACEBACK"):
             raise
+        exc.hint = exc.hint or default_hint(exc.code)
         if output.json_mode:
             output.emit_json(exc.to_json())
         for problem in exc.problems:
