@@ -136,9 +136,9 @@ def load_cases(path: Path) -> list[dict]:
     if path.is_dir() or not path.suffix:
         path = path / CASES_FILE
     if not path.is_file():
-        raise BenchError(f"no such case file: {path}", path=str(path), code="B001",
+        raise BenchError(f"no such case file: {path}", path=str(path), code="bench-cases-missing",
                          hint="see pipeline/bench.py for the case contract")
-    cases = load_case_list(path, "bench_cases", error=BenchError, code="B002")
+    cases = load_case_list(path, "bench_cases", error=BenchError, code="bench-cases-failed")
     problems = []
     for i, case in enumerate(cases):
         for key in ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines"):
@@ -146,7 +146,7 @@ def load_cases(path: Path) -> list[dict]:
                 problems.append(f"case {i} has no {key!r}")
     if problems or not cases:
         raise BenchError("the case file does not follow the contract: " + ("; ".join(problems) or "no cases"),
-                         path=str(path), code="B003", hint="see pipeline/bench.py's docstring")
+                         path=str(path), code="bench-cases-invalid", hint="see pipeline/bench.py's docstring")
     return cases
 
 
@@ -229,7 +229,7 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
     import torch
 
     if reps < 1:
-        raise BenchError("reps must be at least 1", code="B004")
+        raise BenchError("reps must be at least 1", code="usage")
     timer = Timer(device, reps=reps, warmup=warmup)
     copy_gbs = copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20)
     results = []
@@ -244,7 +244,7 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
             for b in case["baselines"]:
                 timings[b] = timer(fns[b])
         except Exception as exc:
-            raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="B005") from None
+            raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="bench-case-failed") from None
         finally:
             fns = None
             if device.type == "cuda":
@@ -271,16 +271,16 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
     if cases is None:
         if kernel is None or kernel.bench_cases is None:
             where = kernel.shown if kernel is not None else str(bundle.root)
-            raise BenchError(f"no {CASES_FILE} for this build", path=where, code="B001",
+            raise BenchError(f"no {CASES_FILE} for this build", path=where, code="bench-cases-missing",
                              hint="pass the kernel project with --kernel PATH; see the case contract in pipeline/bench.py")
         cases = load_cases(kernel.bench_cases)
     if only:
         cases = [c for c in cases if only in c["name"]]
         if not cases:
-            raise BenchError(f"no case name contains {only!r}", code="B006")
+            raise BenchError(f"no case name contains {only!r}", code="bench-no-case-matches")
     if loaded.backend == "cuda":
         if not torch.cuda.is_available():
-            raise BenchError("the host's variant is a CUDA build but no CUDA device is visible", code="B007")
+            raise BenchError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
         device = torch.device("cuda")
         device_name = torch.cuda.get_device_name(device)
     else:
@@ -312,11 +312,11 @@ def _load(results_json) -> dict:
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="B008") from None
+            raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="bench-results-unreadable") from None
     missing = [k for k in ("device", "torch", "variant", "method", "copy_bandwidth_gbs", "results") if k not in data]
     if missing or not isinstance(data.get("results"), list):
         raise BenchError(f"not a `pipeline bench` results file (missing {', '.join(missing) or 'results'})",
-                         path=str(path) if path else None, code="B009")
+                         path=str(path) if path else None, code="bench-results-invalid")
     return data
 
 

@@ -79,6 +79,6 @@ def obtain_bundle(kernel: Kernel | None, repo_name: str, *, build_dir: Path | No
                                or (found.path == kernel.root / "build" and needs_local_build(found.path))):
         return build_host_variant(kernel, report)
     if found is None:
-        raise PublishError("nothing to publish: no build tree and no kernel project", code="P002",
+        raise PublishError("nothing to publish: no build tree and no kernel project", code="nothing-to-publish",
                            hint="pass --kernel PATH or --build-dir PATH")
     return found

@@ -120,7 +120,7 @@ def render_card(card: Card) -> str:
         try:
             project_text = _environment(jinja2.BaseLoader()).from_string(card.template).render(**context)
         except jinja2.TemplateError as exc:
-            raise PublishError(f"the kernel's CARD.md does not render: {exc}", code="P030", path=PROJECT_TEMPLATE,
+            raise PublishError(f"the kernel's CARD.md does not render: {exc}", code="card-template-invalid", path=PROJECT_TEMPLATE,
                                line=getattr(exc, "lineno", None),
                                hint="it is a jinja template with kernel-builder's variables") from None
         context["has_benchmark_section"] = "## Benchmark" in project_text

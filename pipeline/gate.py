@@ -39,7 +39,7 @@ def _check(source: BundleSource, kernel: Kernel | None, force: bool, report: Rep
         if not force:
             raise PublishError(
                 f"check found {len(result.errors)} problem(s) in {source.path}; nothing was uploaded",
-                code="P010", path=str(source.path), problems=result.problems,
+                code="publish-check-failed", path=str(source.path), problems=result.problems,
                 hint="fix them and rebuild (or publish anyway with --force, which the kernel card records)")
         forced.extend(f"check: {p.format().splitlines()[0]}" for p in result.errors)
     else:
@@ -84,7 +84,7 @@ def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False
         if passed:
             checks.append(f"smoke {summary}")
         elif not force:
-            raise PublishError(f"smoke test failed on {host}; nothing was uploaded", code="P011",
+            raise PublishError(f"smoke test failed on {host}; nothing was uploaded", code="publish-smoke-failed",
                                hint="run `python -m pipeline smoke` for details, fix the kernel, rebuild "
                                     "(or publish anyway with --force, which the card records)")
         else:

@@ -136,15 +136,15 @@ def is_hub_failure(exc: BaseException) -> bool:
 
 # status -> (code, message template, hint). One table: every Hub refusal we explain.
 HUB_FAILURES: dict[int, tuple[str, str, str]] = {
-    401: ("P401", "{what}: the Hub refused ({status}): no write access to the namespace {namespace!r}",
+    401: ("hub-write-denied", "{what}: the Hub refused ({status}): no write access to the namespace {namespace!r}",
           "set HF_TOKEN to a token with write access to that namespace (or log in with `hf auth login`); "
           "for the embedded Hub: python -m pipeline hub token --help"),
-    403: ("P401", "{what}: the Hub refused ({status}): no write access to the namespace {namespace!r}",
+    403: ("hub-write-denied", "{what}: the Hub refused ({status}): no write access to the namespace {namespace!r}",
           "set HF_TOKEN to a token with write access to that namespace (or log in with `hf auth login`); "
           "for the embedded Hub: python -m pipeline hub token --help"),
-    409: ("P412", "{what}: the branch moved while we uploaded (a concurrent publish?); nothing was overwritten",
+    409: ("hub-branch-moved", "{what}: the branch moved while we uploaded (a concurrent publish?); nothing was overwritten",
           "run publish again: it re-reads the branch and uploads only what differs"),
-    412: ("P412", "{what}: the branch moved while we uploaded (a concurrent publish?); nothing was overwritten",
+    412: ("hub-branch-moved", "{what}: the branch moved while we uploaded (a concurrent publish?); nothing was overwritten",
           "run publish again: it re-reads the branch and uploads only what differs"),
 }
 
@@ -159,13 +159,13 @@ def hub_error(exc: BaseException, what: str, repo_id: str, where: str = "") -> P
         return PublishError(message.format(what=what, status=status, namespace=repo_id.split("/")[0]),
                             code=code, hint=hint)
     if isinstance(http, (RepositoryNotFoundError, RevisionNotFoundError)):
-        return PublishError(f"{what}: {http}", code="P404")
+        return PublishError(f"{what}: {http}", code="hub-not-found")
     if http is not None:
-        return PublishError(f"{what}: {http}", code="P500",
+        return PublishError(f"{what}: {http}", code="hub-error",
                             hint="the Hub returned an error; run publish again (it is idempotent)")
     return PublishError(
         f"{what}: cannot reach the Hub{(' at ' + where) if where else ''}: {type(root).__name__}: {root}",
-        code="P503", hint="check that the Hub is up, then run publish again: a commit is all-or-nothing, "
+        code="hub-unreachable", hint="check that the Hub is up, then run publish again: a commit is all-or-nothing, "
                           "so the Hub is as it was and a retry uploads what is missing")
 
 
@@ -216,7 +216,7 @@ def check_write_access(api: HfApi, repo_id: str, where: str) -> None:
     """Fail now (before any build or smoke run) when the token cannot write to the namespace."""
     namespace = repo_id.split("/")[0]
     if not api.token:
-        raise PublishError(f"no token for {where}: publishing to {namespace!r} needs one", code="P401",
+        raise PublishError(f"no token for {where}: publishing to {namespace!r} needs one", code="hub-write-denied",
                            hint="set HF_TOKEN to a token with write access to that namespace (or `hf auth login`)")
     try:
         who = api.whoami()
@@ -226,6 +226,6 @@ def check_write_access(api: HfApi, repo_id: str, where: str) -> None:
         raise
     problem = write_access_problem(who if isinstance(who, dict) else {}, namespace)
     if problem:
-        raise PublishError(f"{problem}: it cannot publish {repo_id} to {where}", code="P401",
+        raise PublishError(f"{problem}: it cannot publish {repo_id} to {where}", code="hub-write-denied",
                            hint="set HF_TOKEN to a token with write access to that namespace; for the embedded "
                                 "Hub: python -m pipeline hub token --root DIR --namespace NS --scope write")

@@ -111,11 +111,11 @@ def publish_version(request: PublishRequest, gate: GateResult) -> int:
     if version is None and request.kernel is not None:
         version = request.kernel.version
     if version is None:
-        raise PublishError("the bundle does not say which version it is", code="P003",
+        raise PublishError("the bundle does not say which version it is", code="version-mismatch",
                            hint="set general.version in the kernel's build.toml and rebuild, or pass --version N")
     if bundle.version is not None and version != bundle.version:
         raise PublishError(
-            f"--version {version} but the bundle was built as version {bundle.version}", code="P003",
+            f"--version {version} but the bundle was built as version {bundle.version}", code="version-mismatch",
             hint="kernels reads the version from metadata.json: change general.version in build.toml and rebuild")
     return version
 

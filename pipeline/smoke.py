@@ -134,22 +134,22 @@ def load_variant(build_dir: Path) -> LoadedVariant:
         import kernels
         from kernels.resolver import resolve_local_kernel
     except ImportError as exc:  # pragma: no cover - kernels is a dependency
-        raise SmokeError(f"the kernels package is needed to load a build: {exc}", code="S001",
+        raise SmokeError(f"the kernels package is needed to load a build: {exc}", code="kernels-missing",
                          hint="pip install kernels==0.17.2") from None
     build_dir = Path(build_dir)
     if not build_dir.is_dir():
-        raise SmokeError("no such build directory", path=str(build_dir), code="S002",
+        raise SmokeError("no such build directory", path=str(build_dir), code="build-dir-missing",
                          hint="run `python -m pipeline build PROJECT` first")
     try:
         local = resolve_local_kernel(build_dir, backend=None)
     except (FileNotFoundError, ValueError) as exc:
-        raise SmokeError(f"no variant in this build tree can run here: {exc}", path=str(build_dir), code="S003",
+        raise SmokeError(f"no variant in this build tree can run here: {exc}", path=str(build_dir), code="no-host-variant",
                          hint="build the host's variant: `python -m pipeline build PROJECT`") from None
     try:
         module = kernels.get_local_kernel(build_dir)
     except Exception as exc:
         raise SmokeError(f"kernels.get_local_kernel could not import the variant: {type(exc).__name__}: {exc}",
-                         path=str(local.variant_path), code="S004") from None
+                         path=str(local.variant_path), code="variant-import-failed") from None
     meta = local.metadata
     return LoadedVariant(module=module, kernel_name=str(meta.name), kernel_id=meta.id,
                          variant=local.variant_path.name, backend=str(meta.backend.backend_type))
@@ -158,7 +158,7 @@ def load_variant(build_dir: Path) -> LoadedVariant:
 def load_cases(path: Path) -> list[dict]:
     """The cases of a case file (a kernel's `tests/smoke_cases.py`), checked against the contract."""
     path = Path(path)
-    cases = load_case_list(path, "smoke_cases", error=SmokeError, code="S007")
+    cases = load_case_list(path, "smoke_cases", error=SmokeError, code="smoke-cases-failed")
     problems = []
     names = set()
     for i, case in enumerate(cases):
@@ -176,7 +176,7 @@ def load_cases(path: Path) -> list[dict]:
             problems.append(f"case {case.get('name')!r}: devices must be a tuple of device types, e.g. ('cuda',)")
     if problems or not cases:
         raise SmokeError("the case file does not follow the contract: " + ("; ".join(problems) or "no cases"),
-                         path=str(path), code="S008", hint="see pipeline/smoke.py's docstring")
+                         path=str(path), code="smoke-cases-invalid", hint="see pipeline/smoke.py's docstring")
     return cases
 
 
@@ -319,7 +319,7 @@ def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, report:
     ops = getattr(module, "ops", None)
     if ops is None:
         raise SmokeError("the kernel module has no `ops` (expected `from ._ops import ops` in __init__.py)",
-                         code="S009")
+                         code="ops-missing")
     results: list[CaseResult] = []
     for n, case in enumerate(cases):
         name, op_name = case["name"], case["op"]
@@ -363,15 +363,15 @@ def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seeds=DEFAULT_SEEDS,
     loaded = load_variant(bundle.root)
     if kernel is None:
         raise SmokeError(f"no kernel project was found for this build of {loaded.kernel_name!r}",
-                         path=str(bundle.root), code="S006",
+                         path=str(bundle.root), code="kernel-not-found",
                          hint="pass the kernel project with --kernel PATH (smoke runs its tests/smoke_cases.py)")
     if kernel.smoke_cases is None:
-        raise SmokeError(f"the kernel project has no {CASES_FILE}", path=str(kernel.root), code="S005",
+        raise SmokeError(f"the kernel project has no {CASES_FILE}", path=str(kernel.root), code="smoke-cases-missing",
                          hint="see the case contract in pipeline/smoke.py and pipeline/bench.py")
     cases = load_cases(kernel.smoke_cases)
     if loaded.backend == "cuda":
         if not torch.cuda.is_available():
-            raise SmokeError("the host's variant is a CUDA build but no CUDA device is visible", code="S010")
+            raise SmokeError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
         device = torch.device("cuda")
     else:
         device = torch.device("cpu")

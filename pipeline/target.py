@@ -108,9 +108,9 @@ def started_target(target: Target, *, trusted_namespaces: tuple[str, ...] = ()) 
         if exc.code in ("hub-root-busy", "HUB_ROOT_BUSY"):
             raise PublishError(
                 f"the embedded Hub's data ({target.hub_root}) is being served by another process",
-                code="P020", hint="publish through it: HF_ENDPOINT=<its url> HF_TOKEN=<its admin token> "
+                code="hub-start-failed", hint="publish through it: HF_ENDPOINT=<its url> HF_TOKEN=<its admin token> "
                                   "python -m pipeline publish ..., or stop it first") from None
-        raise PublishError(f"cannot start the embedded Hub: {exc.message}", code="P020", hint=exc.hint) from None
+        raise PublishError(f"cannot start the embedded Hub: {exc.message}", code="hub-start-failed", hint=exc.hint) from None
     try:
         yield replace(target, endpoint=hub.endpoint, token=hub.admin_token, hub_port=hub.port)
     finally:
@@ -121,20 +121,20 @@ def split_repo_id(spec: str, default_namespace: str | None) -> tuple[str, str]:
     """`ORG/NAME` or `NAME` (the workspace's namespace) -> (repo_id, name), checked
     by huggingface_hub's own rules before anything slow runs."""
     if spec.count("/") > 1 or spec.startswith("/") or spec.endswith("/"):
-        raise PublishError(f"{spec!r} is not a repository id", code="P001", hint="write it as ORG/NAME")
+        raise PublishError(f"{spec!r} is not a repository id", code="repo-id-invalid", hint="write it as ORG/NAME")
     if "/" in spec:
         org, name = spec.split("/")
     else:
         if not default_namespace:
-            raise PublishError(f"{spec!r} has no namespace", code="P001",
+            raise PublishError(f"{spec!r} has no namespace", code="repo-id-invalid",
                                hint="write ORG/NAME, or set [workspace].namespace in build.toml")
         org, name = default_namespace, spec
     if not org or not name:
-        raise PublishError(f"{spec!r} is not a repository id", code="P001", hint="write it as ORG/NAME")
+        raise PublishError(f"{spec!r} is not a repository id", code="repo-id-invalid", hint="write it as ORG/NAME")
     repo_id = f"{org}/{name}"
     try:
         validate_repo_id(repo_id)
     except HFValidationError as exc:
-        raise PublishError(f"{repo_id!r} is not a valid repository id: {exc}", code="P001",
+        raise PublishError(f"{repo_id!r} is not a valid repository id: {exc}", code="repo-id-invalid",
                            hint="use letters, digits, '-', '_' and '.' (no spaces), e.g. my-org/rmsnorm") from None
     return repo_id, name

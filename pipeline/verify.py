@@ -97,7 +97,7 @@ class VerifyReport:
     def raise_for_errors(self) -> None:
         if not self.ok:
             raise VerifyError(f"{self.repo_id} v{self.version} failed verification at {self.endpoint}",
-                              code="V000", problems=self.problems,
+                              code="verify-failed", problems=self.problems,
                               hint="see the problems above; nothing was changed on the Hub by verify")
 
     def to_json(self) -> dict:
@@ -165,10 +165,10 @@ def verify_publication(endpoint: str, repo_id: str, version: int, *, kernel: "Ke
                 env=_child_env(endpoint, token, tmp_path), timeout=CHILD_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
-            raise VerifyError(f"the verification process did not finish in {CHILD_TIMEOUT_S} s", code="V009") from None
+            raise VerifyError(f"the verification process did not finish in {CHILD_TIMEOUT_S} s", code="verify-process-failed") from None
         if not result_path.is_file():
             tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-15:])
-            raise VerifyError(f"the verification process failed (exit {proc.returncode})", code="V009",
+            raise VerifyError(f"the verification process failed (exit {proc.returncode})", code="verify-process-failed",
                               hint=tail or "no output")
         data = json.loads(result_path.read_text())
     return _report(endpoint, repo_id, version, data, require, project_root)
@@ -179,7 +179,7 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
     problems: list[Problem] = []
     where = f"{repo_id}@v{version}"
     if data.get("error"):
-        problems.append(Problem(where, None, "V001", data["error"],
+        problems.append(Problem(where, None, "version-not-published", data["error"],
                                 hint="is the version published? `python -m pipeline publish` prints what it made"))
     published = tuple(data.get("published") or ())
     load = None
@@ -187,7 +187,7 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
         load = LoadCheck(**{**data["load"], "seeds": tuple(data["load"]["seeds"]),
                             "failures": tuple(data["load"]["failures"])})
         if not load.ok:
-            problems.append(Problem(where, None, "V002",
+            problems.append(Problem(where, None, "load-failed",
                                     f"get_kernel(version={version}) on this host: {load.message}",
                                     hint="run `python -m pipeline smoke` on the build for the full report"))
     families = {_family(name) for name in published}
@@ -198,11 +198,11 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
                               rejected=tuple(item.get("rejected") or ()))
         cells.append(cell)
         if promised and cell.chosen is None:
-            problems.append(Problem(where, None, "V003",
+            problems.append(Problem(where, None, "cell-unresolved",
                                     f"a system of cell {cell.cell} resolves to no published variant",
                                     hint="; ".join(cell.rejected[:3]) or "publish a variant for it"))
     if not data.get("cells") and project_root is None:
-        problems.append(Problem(where, None, "V004", "no build matrix to resolve (no kernel project given)",
+        problems.append(Problem(where, None, "no-matrix", "no build matrix to resolve (no kernel project given)",
                                 hint="pass --kernel PATH to resolve the matrix cells", severity="warning"))
     return VerifyReport(endpoint=endpoint, repo_id=repo_id, version=version, revision=data.get("revision"),
                         published=published, load=load, cells=tuple(cells), require=require,

@@ -143,7 +143,7 @@ def test_case_file_contract_is_checked(tmp_path):
     root = _write_cases(tmp_path / "k", "def smoke_cases():\n    return [{'name': 'a', 'op': 'x'}]\n")
     with pytest.raises(SmokeError) as exc:
         smoke.load_cases(root / smoke.CASES_FILE)
-    assert "no 'make'" in exc.value.message and exc.value.code == "S008"
+    assert "no 'make'" in exc.value.message and exc.value.code == "smoke-cases-invalid"
 
 
 def test_cases_for_other_devices_are_left_out_and_counted():
@@ -197,13 +197,13 @@ def test_find_project_by_metadata_name(tmp_path, monkeypatch):
 def test_smoke_without_a_kernel_names_the_option(rmsnorm_cpu_build):
     with pytest.raises(SmokeError) as exc:
         smoke.run_smoke(bundle_of(rmsnorm_cpu_build), None)
-    assert exc.value.code == "S006" and "--kernel PATH" in exc.value.hint
+    assert exc.value.code == "kernel-not-found" and "--kernel PATH" in exc.value.hint
 
 
 def test_missing_build_dir_is_a_user_error(tmp_path):
     with pytest.raises(CheckError) as exc:
         bundle_of(tmp_path / "nope")
-    assert exc.value.code == "C013"
+    assert exc.value.code == "build-tree-invalid"
 
 
 # --------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def test_promised_cells():
     published = _report("http://h", "o/n", 1, data, "published", None)
     assert published.ok and [c.promised for c in published.cells] == [True, False, False]
     strict = _report("http://h", "o/n", 1, data, "all", None)
-    assert not strict.ok and [p.code for p in strict.problems] == ["V003", "V003"]
+    assert not strict.ok and [p.code for p in strict.problems] == ["cell-unresolved", "cell-unresolved"]
     assert _family("torch213-cxx11-cu130-x86_64-linux") == _family("torch213-cxx11-cu132-x86_64-linux")
 
 
@@ -80,6 +80,6 @@ def test_verify_a_publication_with_several_variants(tmp_path):
         assert chosen["torch212-cxx11-cpu-x86_64-linux"] == (None, "none")
         strict = verify_publication(hub.endpoint, "org/tiny", 1, kernel=resolve(project), cells=cells, require="all",
                                     load_only=True)
-        assert [p.code for p in strict.problems] == ["V003"]
+        assert [p.code for p in strict.problems] == ["cell-unresolved"]
         missing = verify_publication(hub.endpoint, "org/tiny", 9, kernel=resolve(project), cells=[])
-        assert [p.code for p in missing.problems] == ["V001"]
+        assert [p.code for p in missing.problems] == ["version-not-published"]

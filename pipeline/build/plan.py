@@ -69,7 +69,7 @@ def _parse_requested(name: str, buildable: list[Variant]) -> Variant:
     try:
         return Variant.parse(name)
     except MatrixError as exc:
-        if exc.code == "M001":  # kernels is not installed here: accept only what we can name
+        if exc.code == "kernels-missing":  # kernels is not installed here: accept only what we can name
             for candidate in buildable:
                 if candidate.name == name:
                     return candidate
