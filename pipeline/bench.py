@@ -56,19 +56,23 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 # The tables and the plot live in pipeline.bench_report; importable from here too.
 from pipeline.bench_report import load_results, markdown_table, plot, target_misses  # noqa: F401
 from pipeline.casefile import load_case_list
-from pipeline.errors import BenchError
+from pipeline.errors import BenchError, SmokeError
+from pipeline.events import Event, Reporter, quiet
+from pipeline.smoke import load_variant
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.bundle import Bundle
+    from pipeline.workspace import Kernel
 
 CASES_FILE = Path("benchmarks") / "bench_cases.py"
 COPY_BYTES = 1 << 30
 GRAPH_MAX_BYTES = 8 << 20  # cases up to this size are also timed under graph replay
 GRAPH_CALLS = 20  # calls captured back to back in one graph
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -151,12 +155,15 @@ def _sig(x: float, digits: int = 4) -> float:
 # --------------------------------------------------------------------------
 
 
-def load_cases(project_root: Path) -> list[dict]:
-    path = Path(project_root) / CASES_FILE
+def load_cases(path: Path) -> list[dict]:
+    """The cases of a case file (a kernel's `benchmarks/bench_cases.py`, or the project holding it)."""
+    path = Path(path)
+    if path.is_dir() or not path.suffix:
+        path = path / CASES_FILE
     if not path.is_file():
-        raise BenchError(f"the kernel project has no {CASES_FILE}", path=str(project_root), code="B001",
+        raise BenchError(f"no such case file: {path}", path=str(path), code="bench-cases-missing",
                          hint="see pipeline/bench.py for the case contract")
-    cases = load_case_list(path, "bench_cases", error=BenchError, code="B002")
+    cases = load_case_list(path, "bench_cases", error=BenchError, code="bench-cases-failed")
     problems = []
     for i, case in enumerate(cases):
         for key in ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines"):
@@ -164,7 +171,7 @@ def load_cases(project_root: Path) -> list[dict]:
                 problems.append(f"case {i} has no {key!r}")
     if problems or not cases:
         raise BenchError("the case file does not follow the contract: " + ("; ".join(problems) or "no cases"),
-                         path=str(path), code="B003", hint="see pipeline/bench.py's docstring")
+                         path=str(path), code="bench-cases-invalid", hint="see pipeline/bench.py's docstring")
     return cases
 
 
@@ -292,19 +299,18 @@ def _graph_timings(timer: Timer, fns: dict, impls: list[str]) -> tuple[dict, dic
 
 
 def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int = 10,
-              progress: Progress | None = None, graph: bool | None = None) -> tuple[float, list[CaseBench]]:
+              report: Reporter = quiet, graph: bool | None = None) -> tuple[float, list[CaseBench]]:
     """Time every case; `graph` forces graph-replay timing on (True) or off (False) for
     every case, None leaves it to each case (`wants_graph`)."""
     import torch
 
     if reps < 1:
-        raise BenchError("reps must be at least 1", code="B004")
+        raise BenchError("reps must be at least 1", code="usage")
     timer = Timer(device, reps=reps, warmup=warmup)
     copy_gbs = copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20)
     results = []
     for n, case in enumerate(cases):
-        if progress:
-            progress(f"[{n + 1}/{len(cases)}] {case['name']}")
+        report(Event("progress", case["name"], n, len(cases), stage="bench"))
         torch._dynamo.reset()  # each case's torch.compile baseline compiles for its own static shape
         graph_timings, graph_errors = {}, {}
         try:
@@ -317,7 +323,7 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
             if graph if graph is not None else wants_graph(case, device):
                 graph_timings, graph_errors = _graph_timings(timer, fns, ["kernel", *case["baselines"]])
         except Exception as exc:
-            raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="B005") from None
+            raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="bench-case-failed") from None
         finally:
             fns = None
             if device.type == "cuda":
@@ -332,33 +338,35 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
     return copy_gbs, results
 
 
-def run_bench(build_dir: Path, project_root: Path | None = None, *, reps: int = 100, warmup: int = 10,
-              only: str | None = None, cases: list[dict] | None = None, progress: Progress | None = None,
+def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = 10,
+              only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
               command: str = "") -> BenchReport:
+    """Time the host's variant of `bundle` on the resolved kernel's bench cases."""
     import torch
 
-    from pipeline.errors import SmokeError
-    from pipeline.smoke import find_project, load_variant
-
     try:
-        loaded = load_variant(Path(build_dir))
-        if cases is None:
-            cases = load_cases(find_project(loaded.kernel_name, Path(build_dir), project_root, needs=CASES_FILE))
+        loaded = load_variant(bundle.root)
     except SmokeError as exc:
         raise BenchError(exc.message, hint=exc.hint, path=exc.path, code=exc.code) from None
+    if cases is None:
+        if kernel is None or kernel.bench_cases is None:
+            where = kernel.shown if kernel is not None else str(bundle.root)
+            raise BenchError(f"no {CASES_FILE} for this build", path=where, code="bench-cases-missing",
+                             hint="pass the kernel project with --kernel PATH; see the case contract in pipeline/bench.py")
+        cases = load_cases(kernel.bench_cases)
     if only:
         cases = [c for c in cases if only in c["name"]]
         if not cases:
-            raise BenchError(f"no case name contains {only!r}", code="B006")
+            raise BenchError(f"no case name contains {only!r}", code="bench-no-case-matches")
     if loaded.backend == "cuda":
         if not torch.cuda.is_available():
-            raise BenchError("the host's variant is a CUDA build but no CUDA device is visible", code="B007")
+            raise BenchError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
         device = torch.device("cuda")
         device_name = torch.cuda.get_device_name(device)
     else:
         device = torch.device("cpu")
         device_name = f"cpu ({platform.processor() or platform.machine()})"
-    copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, progress=progress)
+    copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report)
     method = {
         "timer": "cuda events" if device.type == "cuda" else "host perf_counter",
         "statistic": "median", "reps": reps, "warmup": warmup,

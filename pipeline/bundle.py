@@ -113,7 +113,7 @@ class CheckReport:
     def raise_for_errors(self) -> None:
         if self.errors:
             raise CheckError(
-                f"{len(self.errors)} problem(s) in {self.bundle.root}", code="C000", path=str(self.bundle.root),
+                f"{len(self.errors)} problem(s) in {self.bundle.root}", code="check-failed", path=str(self.bundle.root),
                 problems=self.problems, hint="fix them and rebuild; see the list above",
             )
 
@@ -154,10 +154,10 @@ def find_build_dir(path: Path) -> Path:
     """
     path = Path(path)
     if not path.is_dir():
-        raise CheckError(f"{path} is not a directory", code="C013", path=str(path),
+        raise CheckError(f"{path} is not a directory", code="build-tree-invalid", path=str(path),
                          hint="pass the build tree, e.g. kernels-src/rmsnorm/build")
     if (path / "metadata.json").is_file():
-        raise CheckError("this is one variant directory, not a build tree", code="C013", path=str(path),
+        raise CheckError("this is one variant directory, not a build tree", code="build-tree-invalid", path=str(path),
                          hint=f"pass its parent: {path.parent}")
     if (path / "build").is_dir() and ((path / "build.toml").is_file() or not any(
             _parses(p.name) for p in _variant_dirs(path))):
@@ -204,7 +204,7 @@ def variant_files(variant_dir: Path) -> tuple[str, ...]:
 
 # --- the checks ----------------------------------------------------------------
 
-def _describe_variant(parsed) -> tuple[str | None, str | None, str | None]:
+def describe_variant(parsed) -> tuple[str | None, str | None, str | None]:
     """(framework, target, platform) in words, read from kernels' parsed variant."""
     from kernels.variants import ArchVariant
 
@@ -229,7 +229,7 @@ def _check_abi(so: Path, rel: str, os_name: str | None, col: _Collector) -> None
     try:
         import kernel_abi_check as kac
     except ImportError:
-        col.error(rel, "C006", "kernel-abi-check is not installed, so this library's symbols were not checked",
+        col.error(rel, "abi-violation", "kernel-abi-check is not installed, so this library's symbols were not checked",
                   hint="pip install kernel-abi-check (a dependency of kernel-pipeline)")
         return
 
@@ -237,23 +237,23 @@ def _check_abi(so: Path, rel: str, os_name: str | None, col: _Collector) -> None
         obj = kac.ObjectFile(so)
         fmt = obj.format()
     except (OSError, ValueError) as exc:
-        col.error(rel, "C006", f"cannot read shared object: {exc}")
+        col.error(rel, "abi-violation", f"cannot read shared object: {exc}")
         return
     if fmt == kac.BinaryFormat.ELF:
         for v in obj.check_manylinux(MANYLINUX):
-            col.error(rel, "C006", f"symbol {v.name} needs {v.dep} {v.version}, newer than {MANYLINUX} allows",
+            col.error(rel, "abi-violation", f"symbol {v.name} needs {v.dep} {v.version}, newer than {MANYLINUX} allows",
                       hint="build in the manylinux_2_28 toolchain (nix), or avoid the symbol "
                            "(e.g. libstdc++ >= 11 uses glibc 2.32's __libc_single_threaded)")
     elif fmt == kac.BinaryFormat.MACH_O:
         for v in obj.check_macos(MACOS):
-            col.error(rel, "C006", f"macOS compatibility: {v!r} (target macOS {MACOS})")
+            col.error(rel, "abi-violation", f"macOS compatibility: {v!r} (target macOS {MACOS})")
     else:
-        col.error(rel, "C006", f"unsupported binary format {fmt} for {os_name or 'this variant'}")
+        col.error(rel, "abi-violation", f"unsupported binary format {fmt} for {os_name or 'this variant'}")
         return
     for v in obj.check_python_abi(PYTHON_ABI):
         added = getattr(v, "version_added", None)
         why = f"added to the stable ABI in Python {added}" if added else "not part of the stable ABI (abi3)"
-        col.error(rel, "C007", f"Python symbol {v.name} is {why}; variants must load on Python {PYTHON_ABI}+",
+        col.error(rel, "python-abi-violation", f"Python symbol {v.name} is {why}; variants must load on Python {PYTHON_ABI}+",
                   hint="define Py_LIMITED_API=0x03090000 and do not use pybind11 in the extension")
 
 
@@ -289,25 +289,24 @@ def exported_layers(variant: VariantBundle) -> tuple[str, ...]:
     return ()
 
 
-def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundle:
-    from kernels._rust import Digest, DigestValidationError, Metadata
-    from kernels.variants import ArchVariant, parse_variant
+def _parse_name(name: str, rel_dir: Path, col: _Collector):
+    """kernels' parsed variant (None when it does not parse) and its description in words."""
+    from kernels.variants import parse_variant
 
-    name = vdir.name
-    rel_dir = vdir.relative_to(build_dir.parent) if build_dir.parent != build_dir else vdir
-    framework = target = platform = None
-    parsed = None
     try:
         parsed = parse_variant(name)
         if parsed.variant_str != name:
             raise ValueError(f"it reads back as {parsed.variant_str!r}")
-        framework, target, platform = _describe_variant(parsed)
+        return parsed, describe_variant(parsed)
     except ValueError as exc:
-        col.error(rel_dir, "C005", f"kernels cannot parse the variant name {name!r}: {exc}",
+        col.error(rel_dir, "variant-name-invalid", f"kernels cannot parse the variant name {name!r}: {exc}",
                   hint="variant directories are named like torch213-cxx11-cu130-x86_64-linux or torch-cpu; "
                        "`python -m pipeline matrix` lists the valid names")
+        return None, (None, None, None)
 
-    # Stray files: anything a build leaves behind that is not part of the kernel.
+
+def _check_strays(vdir: Path, rel_dir: Path, col: _Collector) -> None:
+    """Anything a build leaves behind that is not part of the kernel."""
     strays = []
     for dirpath, dirnames, filenames in os.walk(vdir, followlinks=True):
         here = Path(dirpath)
@@ -321,68 +320,88 @@ def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundl
                 strays.append("/".join(rel_parts))
     for s in sorted(strays):
         if "__pycache__" in s or s.endswith((".pyc", ".pyo")):
-            col.error(rel_dir / s, "C009", "stray bytecode: Python wrote it when the variant was imported in place",
+            col.error(rel_dir / s, "stray-file", "stray bytecode: Python wrote it when the variant was imported in place",
                       hint=f"remove it (rm -r {vdir / s}); it is never uploaded, but a published tree must be "
                            "exactly what the build produced")
         else:
-            col.error(rel_dir / s, "C009", "stray file: not part of a kernel build",
+            col.error(rel_dir / s, "stray-file", "stray file: not part of a kernel build",
                       hint="remove it and rebuild into a clean directory")
 
-    meta = None
+
+def _read_metadata(vdir: Path, rel_dir: Path, col: _Collector):
+    from kernels._rust import Metadata
+
     meta_path = vdir / "metadata.json"
     if not meta_path.is_file():
-        col.error(rel_dir / "metadata.json", "C001", "metadata.json is missing",
+        col.error(rel_dir / "metadata.json", "metadata-missing", "metadata.json is missing",
                   hint="every variant needs the metadata.json that the build writes")
-    else:
-        try:
-            meta = Metadata.read_from_file(meta_path)
-        except ValueError as exc:
-            col.error(rel_dir / "metadata.json", "C002", f"kernels cannot parse metadata.json: {exc}",
-                      hint="required keys: name, id, version, license, python-depends, backend.type")
+        return None
+    try:
+        return Metadata.read_from_file(meta_path)
+    except ValueError as exc:
+        col.error(rel_dir / "metadata.json", "metadata-invalid", f"kernels cannot parse metadata.json: {exc}",
+                  hint="required keys: name, id, version, license, python-depends, backend.type")
+        return None
 
+
+def _check_digest(meta, vdir: Path, rel_dir: Path, col: _Collector) -> None:
+    from kernels._rust import Digest, DigestValidationError
+
+    digest = meta.digest
+    if digest is None:
+        col.error(rel_dir / "metadata.json", "digest-missing", "metadata.json has no digest",
+                  hint="the build records a sha256 digest of every file; rebuild the variant")
+        return
+    try:
+        digest.validate(Digest.hash_variant(digest.algorithm, vdir))
+    except DigestValidationError as exc:
+        for violation in exc.violations:
+            col.error(rel_dir, "digest-mismatch", f"digest mismatch: {violation}",
+                      hint="the files changed after the build recorded their digest; rebuild the variant")
+    except (OSError, RuntimeError) as exc:
+        col.error(rel_dir, "digest-mismatch", f"cannot hash the variant: {exc}")
+
+
+def _check_contents(meta, parsed, vdir: Path, rel_dir: Path, files: tuple[str, ...], col: _Collector) -> dict:
+    """Backend, package, extension name and provenance; returns the provenance summary."""
+    from kernels.variants import ArchVariant
+
+    backend_type = str(meta.backend.backend_type).lower()
+    if parsed is not None and isinstance(parsed, ArchVariant) and parsed.arch.backend.name != backend_type:
+        col.error(rel_dir / "metadata.json", "backend-mismatch",
+                  f"metadata backend is {backend_type!r} but the variant name says {parsed.arch.backend.name!r}")
+    if not (vdir / "__init__.py").is_file() and not (vdir / meta.name.python_name / "__init__.py").is_file():
+        col.error(rel_dir / "__init__.py", "variant-incomplete", "the variant has no __init__.py; kernels cannot import it")
+    sos = [f for f in files if f.endswith(".so") or f.endswith(".pyd")]
+    if isinstance(parsed, ArchVariant) and parsed.arch.backend.name not in ("metal",) and not sos:
+        col.warning(rel_dir, "variant-incomplete", "arch variant without a compiled extension (.so)")
+    if sos and not any(Path(s).name.startswith(meta.id) for s in sos):
+        col.error(rel_dir, "extension-name-mismatch", f"no shared object named after the kernel id {meta.id!r} "
+                  f"(found {', '.join(sos)})", hint="the extension module must be <id>.abi3.so")
+    prov = meta.provenance
+    if prov is None:
+        return {}
+    if prov.dirty:
+        col.warning(rel_dir / "metadata.json", "built-dirty", "built from a git tree with uncommitted changes",
+                    hint="commit the kernel sources and rebuild for a reproducible build")
+    return {"kernel_builder": prov.kernel_builder.version,
+            "kernel_commit": prov.kernel.commit if prov.kernel else None, "dirty": prov.dirty}
+
+
+def _check_variant(vdir: Path, build_dir: Path, col: _Collector) -> VariantBundle:
+    name = vdir.name
+    rel_dir = vdir.relative_to(build_dir.parent) if build_dir.parent != build_dir else vdir
+    parsed, (framework, target, platform) = _parse_name(name, rel_dir, col)
+    _check_strays(vdir, rel_dir, col)
+    meta = _read_metadata(vdir, rel_dir, col)
     files = variant_files(vdir)
     provenance: dict = {}
     if meta is not None:
-        digest = meta.digest
-        if digest is None:
-            col.error(rel_dir / "metadata.json", "C003", "metadata.json has no digest",
-                      hint="the build records a sha256 digest of every file; rebuild the variant")
-        else:
-            try:
-                actual = Digest.hash_variant(digest.algorithm, vdir)
-                digest.validate(actual)
-            except DigestValidationError as exc:
-                for violation in exc.violations:
-                    col.error(rel_dir, "C004", f"digest mismatch: {violation}",
-                              hint="the files changed after the build recorded their digest; rebuild the variant")
-            except (OSError, RuntimeError) as exc:
-                col.error(rel_dir, "C004", f"cannot hash the variant: {exc}")
-        backend_type = str(meta.backend.backend_type).lower()
-        if parsed is not None and isinstance(parsed, ArchVariant) and parsed.arch.backend.name != backend_type:
-            col.error(rel_dir / "metadata.json", "C011",
-                      f"metadata backend is {backend_type!r} but the variant name says {parsed.arch.backend.name!r}")
-        if not (vdir / "__init__.py").is_file() and not (vdir / meta.name.python_name / "__init__.py").is_file():
-            col.error(rel_dir / "__init__.py", "C008", "the variant has no __init__.py; kernels cannot import it")
-        sos = [f for f in files if f.endswith(".so") or f.endswith(".pyd")]
-        if isinstance(parsed, ArchVariant) and parsed.arch.backend.name not in ("metal",) and not sos:
-            col.warning(rel_dir, "C008", "arch variant without a compiled extension (.so)")
-        if sos and not any(Path(s).name.startswith(meta.id) for s in sos):
-            col.error(rel_dir, "C012", f"no shared object named after the kernel id {meta.id!r} "
-                      f"(found {', '.join(sos)})", hint="the extension module must be <id>.abi3.so")
-        prov = meta.provenance
-        if prov is not None:
-            provenance = {
-                "kernel_builder": prov.kernel_builder.version,
-                "kernel_commit": prov.kernel.commit if prov.kernel else None,
-                "dirty": prov.dirty,
-            }
-            if prov.dirty:
-                col.warning(rel_dir / "metadata.json", "C014", "built from a git tree with uncommitted changes",
-                            hint="commit the kernel sources and rebuild for a reproducible build")
+        _check_digest(meta, vdir, rel_dir, col)
+        provenance = _check_contents(meta, parsed, vdir, rel_dir, files, col)
     for rel in files:
         if rel.endswith(".so") or rel.endswith(".pyd"):
             _check_abi(vdir / rel, str(rel_dir / rel), getattr(getattr(parsed, "arch", None), "os", None), col)
-
     return VariantBundle(
         name=name, path=vdir,
         kernel_name=str(meta.name) if meta else None,
@@ -405,25 +424,25 @@ def check_bundle(build_dir: Path, *, expected: Iterable[_ExpectedVariant] | None
     variants: list[VariantBundle] = []
     for entry in sorted(build_dir.iterdir()):
         if entry.is_dir() and entry.name.startswith("."):
-            col.warning(entry, "C016", "hidden directory in the build tree (not uploaded)",
+            col.warning(entry, "file-outside-variant", "hidden directory in the build tree (not uploaded)",
                         hint="a leftover of an interrupted build; remove it")
         elif not entry.is_dir():
-            col.warning(entry, "C016", "file outside any variant directory (not uploaded)")
+            col.warning(entry, "file-outside-variant", "file outside any variant directory (not uploaded)")
     for vdir in _variant_dirs(build_dir):
         variants.append(_check_variant(vdir, build_dir, col))
     bundle = Bundle(root=build_dir, variants=tuple(variants))
     if not variants:
-        col.error(build_dir, "C013", "no variant directories in the build tree",
+        col.error(build_dir, "build-tree-invalid", "no variant directories in the build tree",
                   hint="build first: python -m pipeline build <kernel project>")
 
     # All variants are one kernel at one version (one branch on the Hub).
     names = sorted({v.kernel_name for v in variants if v.kernel_name})
     if len(names) > 1:
-        col.error(build_dir, "C010", f"variants disagree on the kernel name: {', '.join(names)}",
+        col.error(build_dir, "variants-disagree", f"variants disagree on the kernel name: {', '.join(names)}",
                   hint="a bundle holds one kernel; build each kernel into its own directory")
     versions = sorted({v.version for v in variants if v.version is not None})
     if len(versions) > 1:
-        col.error(build_dir, "C010", f"variants disagree on the version: {', '.join(map(str, versions))}",
+        col.error(build_dir, "variants-disagree", f"variants disagree on the version: {', '.join(map(str, versions))}",
                   hint="each version is its own Hub branch (v<N>); rebuild every variant from one build.toml")
 
     covered: tuple[str, ...] = ()
@@ -437,7 +456,7 @@ def check_bundle(build_dir: Path, *, expected: Iterable[_ExpectedVariant] | None
         missing = tuple(n for n in expected_names if n not in present)
         extra = tuple(n for n in bundle.variant_names if n not in set(expected_names))
         for n in extra:
-            col.warning(build_dir / n, "C015", "variant is not in the build matrix")
+            col.warning(build_dir / n, "variant-not-in-matrix", "variant is not in the build matrix")
     return CheckReport(bundle=bundle, problems=tuple(col.problems), covered=covered, missing=missing,
                        extra=extra, expected=expected_names)
 
@@ -448,51 +467,3 @@ def read_metadata_json(variant_dir: Path) -> dict:
         return json.loads((variant_dir / "metadata.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-
-
-# --- the matrix a bundle should cover -----------------------------------------
-
-def project_for_build_dir(build_dir: Path) -> Path | None:
-    """The kernel project a build tree belongs to: `<project>/build`, or a Nix
-    `result/<kernel>` whose kernel is listed in the workspace."""
-    build_dir = Path(build_dir).resolve()
-    parent = build_dir.parent
-    if (parent / "build.toml").is_file() and not _is_workspace_file(parent / "build.toml"):
-        return parent
-    from pipeline.workspace import find_workspace, load_workspace
-
-    root = find_workspace(Path.cwd()) or find_workspace(build_dir)
-    if root is None:
-        return None
-    ws = load_workspace(root)
-    for path in ws.kernel_paths:
-        if path.name == build_dir.name:
-            return path
-    return None
-
-
-def _is_workspace_file(path: Path) -> bool:
-    from pipeline import toml
-
-    try:
-        return "workspace" in toml.loads(toml.read_text(path))
-    except (toml.TOMLDecodeError, UnicodeDecodeError, OSError):
-        return False
-
-
-def expected_variants(project_path, *, ci: bool = False) -> list:
-    """The project's build matrix (BUILD's `compute_matrix`) under the workspace
-    policy: the full one, or the reduced pull-request one with `ci`. A project
-    outside any workspace gets the builder's whole table (as `matrix` does)."""
-    from pipeline.matrix import compute_matrix, full_table_policy, reduced_policy
-    from pipeline.project import load_project
-    from pipeline.workspace import find_workspace, load_workspace
-
-    # A KernelProject already loaded (publish validated it) or a path.
-    project = load_project(Path(project_path)) if isinstance(project_path, (str, os.PathLike)) else project_path
-    root = find_workspace(Path(project.root))
-    if root is None:
-        full = full_table_policy()
-        return list(compute_matrix(project, reduced_policy(full) if ci else full))
-    ws = load_workspace(root)
-    return list(compute_matrix(project, ws.ci_matrix if ci else ws.matrix))

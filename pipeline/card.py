@@ -16,10 +16,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
+from kernels.variants import parse_variant
 
 from pipeline import __version__
+from pipeline.bench import markdown_table
+from pipeline.bundle import Bundle, VariantBundle, describe_variant, exported_functions, exported_layers
+from pipeline.errors import PublishError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.upload.plan import CardMaker
+    from pipeline.workspace import Kernel
 
 TEMPLATE_DIR = Path(__file__).parent / "templates" / "card"
 TEMPLATE = "README.md.j2"
@@ -63,8 +72,7 @@ class Card:
         return tuple(sorted({v.backend for v in self.variants if v.backend}))
 
 
-def variant_from_bundle(v) -> CardVariant:
-    """From a `pipeline.bundle.VariantBundle`."""
+def variant_from_bundle(v: VariantBundle) -> CardVariant:
     return CardVariant(name=v.name, framework=v.framework, target=v.target, platform=v.platform,
                        archs=tuple(v.archs), kernel_id=v.kernel_id, backend=v.backend)
 
@@ -72,12 +80,8 @@ def variant_from_bundle(v) -> CardVariant:
 def variant_from_name(name: str, metadata: dict | None = None) -> CardVariant:
     """A variant already on the Hub: described from its name (kernels' parser)
     and, when we have it, its metadata.json."""
-    from kernels.variants import parse_variant
-
-    from pipeline.bundle import _describe_variant
-
     try:
-        framework, target, platform = _describe_variant(parse_variant(name))
+        framework, target, platform = describe_variant(parse_variant(name))
     except ValueError:
         framework = target = platform = None
     metadata = metadata or {}
@@ -116,9 +120,7 @@ def render_card(card: Card) -> str:
         try:
             project_text = _environment(jinja2.BaseLoader()).from_string(card.template).render(**context)
         except jinja2.TemplateError as exc:
-            from pipeline.errors import PublishError
-
-            raise PublishError(f"the kernel's CARD.md does not render: {exc}", code="P030", path=PROJECT_TEMPLATE,
+            raise PublishError(f"the kernel's CARD.md does not render: {exc}", code="card-template-invalid", path=PROJECT_TEMPLATE,
                                line=getattr(exc, "lineno", None),
                                hint="it is a jinja template with kernel-builder's variables") from None
         context["has_benchmark_section"] = "## Benchmark" in project_text
@@ -148,10 +150,6 @@ def benchmark_table(project_root: Path | None) -> str | None:
     results = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
     if not results:
         return None
-    try:
-        from pipeline.bench import markdown_table
-    except ImportError:
-        return None
     tables = []
     for path in results:
         try:
@@ -161,3 +159,64 @@ def benchmark_table(project_root: Path | None) -> str | None:
         if table and table.strip():
             tables.append(table.strip())
     return "\n\n".join(tables) or None
+
+
+@dataclass(frozen=True)
+class CardInputs:
+    """Everything the card says that does not depend on the Hub: read once from
+    the bundle and the resolved kernel, before the upload is planned."""
+
+    name: str
+    version: int
+    license: str | None
+    functions: tuple[str, ...]
+    layers: tuple[str, ...]
+    local: dict  # variant name -> CardVariant, for the bundle's variants
+    kernel_commit: str | None
+    dirty: bool
+    builders: tuple[str, ...]
+    checks: tuple[str, ...]
+    forced: tuple[str, ...]
+    benchmark_table: str | None
+    template: str | None
+    has_benchmark: bool
+    description: str | None = None
+
+
+def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks: tuple[str, ...] = (),
+                forced: tuple[str, ...] = (), description: str | None = None) -> CardInputs:
+    functions: tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
+    for v in bundle.variants:
+        functions, layers = exported_functions(v), exported_layers(v)
+        if functions:
+            break
+    provenance = next((v.provenance for v in bundle.variants if v.provenance), {})
+    root = kernel.root if kernel is not None else None
+    return CardInputs(
+        name=bundle.name or (kernel.name if kernel else ""), version=version,
+        license=next((v.license for v in bundle.variants if v.license), None),
+        functions=functions, layers=layers, local={v.name: variant_from_bundle(v) for v in bundle.variants},
+        kernel_commit=provenance.get("kernel_commit"), dirty=bool(provenance.get("dirty")),
+        builders=tuple(sorted({v.provenance["kernel_builder"] for v in bundle.variants
+                               if v.provenance.get("kernel_builder")})),
+        checks=checks, forced=forced, benchmark_table=benchmark_table(root), template=project_template(root),
+        has_benchmark=bool(kernel is not None and kernel.benchmarks_dir is not None), description=description,
+    )
+
+
+def card_maker(inputs: CardInputs, repo_id: str, *, newer_published: bool) -> "CardMaker":
+    """The card for the variants a branch will hold (None: a newer version owns main's card)."""
+    def card_for(names: list[str], kept_metadata: dict) -> str | None:
+        if newer_published:
+            return None
+        variants = tuple(inputs.local.get(n) or variant_from_name(n, kept_metadata.get(n)) for n in names)
+        return render_card(Card(
+            repo_id=repo_id, name=inputs.name or repo_id.split("/")[1], version=inputs.version,
+            license=inputs.license, functions=inputs.functions, variants=variants, description=inputs.description,
+            benchmark_table=inputs.benchmark_table, kernel_commit=inputs.kernel_commit, dirty=inputs.dirty,
+            builders=inputs.builders, checks=inputs.checks, forced=inputs.forced, layers=inputs.layers,
+            template=inputs.template, has_benchmark=inputs.has_benchmark,
+        ))
+
+    return card_for

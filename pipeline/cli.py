@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from pipeline import __version__
+from pipeline.codes import default_hint
 from pipeline.console import Output
 from pipeline.errors import PipelineError
 
@@ -37,16 +38,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("hub", "pipeline.commands.hub", "the embedded Kernel Hub (hub serve)"),
     Verb("init", "pipeline.commands.init", "create a new kernel project from a template"),
     Verb("skill", "pipeline.commands.skill", "write an agent skill that produces valid kernel projects"),
+    Verb("codes", "pipeline.commands.codes", "explain an error code (or list every code)"),
 )
-
-
-def _load(verb: Verb):
-    try:
-        return importlib.import_module(verb.module)
-    except ModuleNotFoundError as exc:
-        if exc.name == verb.module:
-            return None
-        raise
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
@@ -60,14 +53,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     modules: dict[str, object] = {}
     for verb in VERBS:
-        module = _load(verb)
-        if module is None:
-            p = sub.add_parser(verb.name, help=f"{verb.help} [not built yet]", description=verb.help)
-            modules[verb.name] = None
-            continue
+        module = importlib.import_module(verb.module)
         p = sub.add_parser(verb.name, help=verb.help, description=getattr(module, "DESCRIPTION", verb.help),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
+        # Accepted after the verb too (`publish ... --traceback`); SUPPRESS keeps the top-level value.
+        p.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         modules[verb.name] = module
     return parser, modules
 
@@ -80,14 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = modules[args.verb]
     output = Output(json_mode=bool(getattr(args, "json", False)))
-    if module is None:
-        output.problem(f"pipeline {args.verb}: this verb is not built yet in this version.")
-        return 2
     try:
         return int(module.run(args, output) or 0)
     except PipelineError as exc:
         if args.traceback or os.environ.get("PIPELINE_TRACEBACK"):
             raise
+        exc.hint = exc.hint or default_hint(exc.code)
         if output.json_mode:
             output.emit_json(exc.to_json())
         for problem in exc.problems:

@@ -7,10 +7,11 @@ stage has its own subclass with its own exit code, so scripts can tell them apar
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+USAGE_EXIT = 2
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,10 @@ class PipelineError(Exception):
         self.hint = hint
         self.path = path
         self.line = line
-        self.code = code or f"{self.stage.upper()}"
+        self.code = code or f"{self.stage}-failed"
         self.problems = tuple(problems)
+        if self.code == "usage":  # a command-line mistake exits as argparse's do, whatever the stage
+            self.exit_code = USAGE_EXIT
 
     def format(self) -> str:
         where = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import os
@@ -54,9 +55,36 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
+# --- content hashes: the one place each is computed -------------------------------
+
+def _hash_file(h, path: Path, chunk: int = 1 << 20):
     with open(path, "rb") as f:
         while block := f.read(chunk):
             h.update(block)
-    return h.hexdigest()
+    return h
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file (Git LFS object ids, metadata digests)."""
+    return _hash_file(hashlib.sha256(), path).hexdigest()
+
+
+def sha256_file_b64(path: Path) -> str:
+    """Base64 sha256 of a file (kernels' metadata.json digest entries)."""
+    return base64.b64encode(_hash_file(hashlib.sha256(), path).digest()).decode()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def git_blob_sha1_bytes(data: bytes) -> str:
+    """The git object id of a blob with this content (what the Hub reports as `oid`)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def git_blob_sha1(path: Path) -> str:
+    """`git_blob_sha1_bytes` of a file's content, read in blocks."""
+    h = hashlib.sha1()
+    h.update(b"blob %d\0" % Path(path).stat().st_size)
+    return _hash_file(h, path).hexdigest()

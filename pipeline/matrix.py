@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from pipeline import toml
 from pipeline.errors import MatrixError
-from pipeline.workspace import KNOWN_BACKENDS, MatrixPolicy
+from pipeline.policy import KNOWN_BACKENDS, MatrixPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.project import KernelProject
@@ -94,22 +94,22 @@ class Variant:
             from kernels.variants import ArchVariant, Torch, parse_variant
         except ImportError as exc:  # pragma: no cover - kernels is a dependency
             raise MatrixError(f"cannot parse variant {name!r}: the kernels package is not installed ({exc})",
-                              code="M001", hint="pip install kernels") from None
+                              code="kernels-missing", hint="pip install kernels") from None
         try:
             parsed = parse_variant(name)
         except (ValueError, TypeError) as exc:
-            raise MatrixError(f"{name!r} is not a variant name ({exc})", code="M002",
+            raise MatrixError(f"{name!r} is not a variant name ({exc})", code="variant-name-invalid",
                               hint="variant names look like torch213-cxx11-cu130-x86_64-linux") from None
         if not isinstance(parsed, ArchVariant) or not isinstance(parsed.framework, Torch):
             raise MatrixError(f"{name!r} is a noarch, stable-ABI or tvm-ffi variant; this pipeline builds "
-                              "torch arch variants only", code="M003",
+                              "torch arch variants only", code="variant-kind-unsupported",
                               hint="variant names look like torch213-cxx11-cu130-x86_64-linux")
         backend = parsed.arch.backend
         kinds = {CUDA: "cuda", ROCm: "rocm", XPU: "xpu", CPU: "cpu", Metal: "metal"}
         kind = next((k for t, k in kinds.items() if isinstance(backend, t)), None)
         if kind is None:
             raise MatrixError(f"{name!r} uses backend {backend.name!r}, which this pipeline does not build",
-                              code="M004", hint=f"known backends: {', '.join(KNOWN_BACKENDS)}")
+                              code="backend-unsupported", hint=f"known backends: {', '.join(KNOWN_BACKENDS)}")
         version = getattr(backend, "version", None)
         tv = parsed.framework.version
         variant = cls(
@@ -121,7 +121,7 @@ class Variant:
             cxx11=bool(parsed.framework.cxx11_abi),
         )
         if variant.name != name:
-            raise MatrixError(f"{name!r} does not round-trip (formats back as {variant.name!r})", code="M005")
+            raise MatrixError(f"{name!r} does not round-trip (formats back as {variant.name!r})", code="variant-name-not-canonical")
         return variant
 
     def to_json(self) -> dict[str, Any]:
@@ -175,7 +175,7 @@ def load_table() -> VariantTable:
             for name in names:
                 variant = Variant.parse(name)
                 if variant.system != system or variant.backend != backend:
-                    raise MatrixError(f"variants.toml lists {name} under {system}.{backend}", code="M006")
+                    raise MatrixError(f"variants.toml lists {name} under {system}.{backend}", code="variant-table-invalid")
                 variants.append(variant)
     return VariantTable(
         variants=tuple(variants),
@@ -314,14 +314,14 @@ def torch_info(python_path: Iterable[str] | None = None) -> TorchInfo:
     """
     spec = find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
-        raise MatrixError("torch is not installed in this interpreter", code="M010",
+        raise MatrixError("torch is not installed in this interpreter", code="torch-missing",
                           hint="pip install torch (the version you want to build for)")
     version_file = Path(list(spec.submodule_search_locations)[0]) / "version.py"
     namespace: dict[str, Any] = {}
     try:
         exec(compile(version_file.read_text(encoding="utf-8"), str(version_file), "exec"), namespace)
     except (OSError, SyntaxError) as exc:
-        raise MatrixError(f"cannot read torch's version file {version_file}: {exc}", code="M011") from None
+        raise MatrixError(f"cannot read torch's version file {version_file}: {exc}", code="torch-version-unreadable") from None
     return TorchInfo(
         version=str(namespace.get("__version__", "")),
         cuda=namespace.get("cuda"),
@@ -387,7 +387,7 @@ def matrix_rows(entries: Iterable[MatrixEntry], *, group: str | None = None) -> 
             rows.append({"kernel": e.kernel, "path": e.path, **v.to_json(), "runner": table.runner(v.system)})
         return {"include": rows}
     if group != "job":
-        raise MatrixError(f"unknown grouping {group!r}", code="M020", hint="the only grouping is 'job'")
+        raise MatrixError(f"unknown grouping {group!r}", code="usage", hint="the only grouping is 'job'")
     groups: dict[tuple, list[MatrixEntry]] = {}
     for e in entries:
         groups.setdefault((e.kernel, e.path, e.variant.backend, e.variant.arch, e.variant.os), []).append(e)
@@ -401,56 +401,3 @@ def matrix_rows(entries: Iterable[MatrixEntry], *, group: str | None = None) -> 
             "count": len(members),
         })
     return {"include": rows}
-
-
-# ---------------------------------------------------------------- PATH
-
-
-def is_workspace_root(path: Path) -> bool:
-    candidate = Path(path) / "build.toml"
-    if not candidate.is_file():
-        return False
-    try:
-        return "workspace" in toml.loads(toml.read_text(candidate))
-    except (toml.TOMLDecodeError, UnicodeDecodeError, OSError):
-        return False
-
-
-def matrix_for_path(path: Path, *, ci: bool = False) -> list[MatrixEntry]:
-    """Every (kernel, variant) for PATH: a kernel project, or a workspace root (every kernel).
-
-    A project inside a workspace takes the workspace's policy; one outside any
-    takes the whole table (`--ci`: `reduced_policy` of it).
-    """
-    from pipeline.project import load_project
-    from pipeline.workspace import find_workspace, load_workspace
-
-    path = Path(path)
-    if is_workspace_root(path):
-        ws = load_workspace(path.resolve())
-        policy = ws.ci_matrix if ci else ws.matrix
-        projects = [(load_project(p), _relpath(p, ws.root)) for p in ws.kernel_paths]
-    else:
-        project = load_project(path)
-        ws_root = find_workspace(project.root.resolve().parent)
-        if ws_root is not None:
-            ws = load_workspace(ws_root)
-            policy = ws.ci_matrix if ci else ws.matrix
-            shown = _relpath(project.root, ws.root)
-        else:
-            full = full_table_policy()
-            policy = reduced_policy(full) if ci else full
-            shown = str(path)
-        projects = [(project, shown)]
-    entries: list[MatrixEntry] = []
-    for project, shown in projects:
-        for variant in compute_matrix(project, policy):
-            entries.append(MatrixEntry(kernel=project.name, path=shown, variant=variant))
-    return entries
-
-
-def _relpath(path: Path, root: Path) -> str:
-    try:
-        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-    except ValueError:
-        return str(path)

@@ -1,7 +1,7 @@
 """Smoke test: is the host's variant of a built kernel correct on this device?
 
-`run_smoke(build_dir, project_root)` loads the host's variant from a build tree
-with `kernels.get_local_kernel`, imports the kernel project's case file
+`run_smoke(bundle, kernel)` loads the host's variant of a checked bundle with
+`kernels.get_local_kernel`, imports the resolved kernel's case file
 `tests/smoke_cases.py` and runs every case on the device the variant targets
 (CUDA for a cuda variant, else CPU).
 
@@ -45,16 +45,18 @@ A case that raises fails with the exception's message; nothing is skipped.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
-import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pipeline.casefile import load_case_list
 from pipeline.errors import SmokeError
+from pipeline.events import Event, Reporter, quiet
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.bundle import Bundle
+    from pipeline.workspace import Kernel
 
 CASES_FILE = Path("tests") / "smoke_cases.py"
 DEFAULT_SEEDS = (0, 1, 2)
@@ -67,8 +69,6 @@ TOLERANCE = {
     "float16": 1e-3,
     "bfloat16": 8e-3,
 }
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -134,66 +134,31 @@ def load_variant(build_dir: Path) -> LoadedVariant:
         import kernels
         from kernels.resolver import resolve_local_kernel
     except ImportError as exc:  # pragma: no cover - kernels is a dependency
-        raise SmokeError(f"the kernels package is needed to load a build: {exc}", code="S001",
+        raise SmokeError(f"the kernels package is needed to load a build: {exc}", code="kernels-missing",
                          hint="pip install kernels==0.17.2") from None
     build_dir = Path(build_dir)
     if not build_dir.is_dir():
-        raise SmokeError("no such build directory", path=str(build_dir), code="S002",
+        raise SmokeError("no such build directory", path=str(build_dir), code="build-dir-missing",
                          hint="run `python -m pipeline build PROJECT` first")
     try:
         local = resolve_local_kernel(build_dir, backend=None)
     except (FileNotFoundError, ValueError) as exc:
-        raise SmokeError(f"no variant in this build tree can run here: {exc}", path=str(build_dir), code="S003",
+        raise SmokeError(f"no variant in this build tree can run here: {exc}", path=str(build_dir), code="no-host-variant",
                          hint="build the host's variant: `python -m pipeline build PROJECT`") from None
     try:
         module = kernels.get_local_kernel(build_dir)
     except Exception as exc:
         raise SmokeError(f"kernels.get_local_kernel could not import the variant: {type(exc).__name__}: {exc}",
-                         path=str(local.variant_path), code="S004") from None
+                         path=str(local.variant_path), code="variant-import-failed") from None
     meta = local.metadata
     return LoadedVariant(module=module, kernel_name=str(meta.name), kernel_id=meta.id,
                          variant=local.variant_path.name, backend=str(meta.backend.backend_type))
 
 
-def find_project(kernel_name: str, build_dir: Path, project_root: Path | None, needs: Path = CASES_FILE) -> Path:
-    """The kernel project whose cases apply: `project_root` if given, else the
-    workspace kernel (found from the build tree, then the working directory)
-    whose name is the bundle's metadata name. `needs`: the case file it must have."""
-    if project_root is not None:
-        root = Path(project_root)
-        if not (root / needs).is_file():
-            raise SmokeError(f"the kernel project has no {needs}", path=str(root), code="S005",
-                             hint="see the case contract in pipeline/smoke.py and pipeline/bench.py")
-        return root
-    from pipeline.workspace import find_workspace, load_workspace
-
-    for start in (Path(build_dir).resolve(), Path.cwd()):
-        ws_root = find_workspace(start)
-        if ws_root is None:
-            continue
-        workspace = load_workspace(ws_root)
-        for path in workspace.kernel_paths:
-            if _project_name(path) == kernel_name:
-                if not (path / needs).is_file():
-                    raise SmokeError(f"the kernel project has no {needs}", path=str(path), code="S005",
-                                     hint="see the case contract in pipeline/smoke.py and pipeline/bench.py")
-                return path
-    raise SmokeError(f"no workspace kernel named {kernel_name!r} was found for this build", path=str(build_dir),
-                     code="S006", hint="pass the kernel project with --kernel PATH")
-
-
-def _project_name(path: Path) -> str | None:
-    from pipeline import toml
-
-    try:
-        return toml.loads(toml.read_text(path / "build.toml"))["general"]["name"]
-    except Exception:
-        return None
-
-
-def load_cases(project_root: Path) -> list[dict]:
-    path = Path(project_root) / CASES_FILE
-    cases = load_case_list(path, "smoke_cases", error=SmokeError, code="S007")
+def load_cases(path: Path) -> list[dict]:
+    """The cases of a case file (a kernel's `tests/smoke_cases.py`), checked against the contract."""
+    path = Path(path)
+    cases = load_case_list(path, "smoke_cases", error=SmokeError, code="smoke-cases-failed")
     problems = []
     names = set()
     for i, case in enumerate(cases):
@@ -211,7 +176,7 @@ def load_cases(project_root: Path) -> list[dict]:
             problems.append(f"case {case.get('name')!r}: devices must be a tuple of device types, e.g. ('cuda',)")
     if problems or not cases:
         raise SmokeError("the case file does not follow the contract: " + ("; ".join(problems) or "no cases"),
-                         path=str(path), code="S008", hint="see pipeline/smoke.py's docstring")
+                         path=str(path), code="smoke-cases-invalid", hint="see pipeline/smoke.py's docstring")
     return cases
 
 
@@ -345,7 +310,7 @@ def for_device(cases: list[dict], device_type: str) -> tuple[list[dict], list[st
     return kept, [c["name"] for c in left_out]
 
 
-def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, progress: Progress | None = None,
+def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, report: Reporter = quiet,
               op_checks: bool = True) -> list[CaseResult]:
     """Run the cases meant for `device` against a loaded kernel module (its `ops` namespace)."""
     import torch
@@ -354,12 +319,11 @@ def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, progres
     ops = getattr(module, "ops", None)
     if ops is None:
         raise SmokeError("the kernel module has no `ops` (expected `from ._ops import ops` in __init__.py)",
-                         code="S009")
+                         code="ops-missing")
     results: list[CaseResult] = []
     for n, case in enumerate(cases):
         name, op_name = case["name"], case["op"]
-        if progress:
-            progress(f"[{n + 1}/{len(cases)}] {name}")
+        report(Event("progress", name, n, len(cases), stage="smoke"))
         op = getattr(ops, op_name, None)
         if op is None:
             results.append(CaseResult(name, op_name, None, "values", False, message=f"the kernel has no op {op_name!r}"))
@@ -391,22 +355,28 @@ def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, progres
     return results
 
 
-def run_smoke(build_dir: Path, project_root: Path | None = None, *, seeds=DEFAULT_SEEDS,
-              progress: Progress | None = None, op_checks: bool = True) -> SmokeReport:
-    """Load the host's variant of `build_dir` and run its project's cases."""
+def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seeds=DEFAULT_SEEDS, report: Reporter = quiet,
+              op_checks: bool = True) -> SmokeReport:
+    """Load the host's variant of `bundle` and run the resolved kernel's cases."""
     import torch
 
-    loaded = load_variant(Path(build_dir))
-    project = find_project(loaded.kernel_name, Path(build_dir), project_root)
-    cases = load_cases(project)
+    loaded = load_variant(bundle.root)
+    if kernel is None:
+        raise SmokeError(f"no kernel project was found for this build of {loaded.kernel_name!r}",
+                         path=str(bundle.root), code="kernel-not-found",
+                         hint="pass the kernel project with --kernel PATH (smoke runs its tests/smoke_cases.py)")
+    if kernel.smoke_cases is None:
+        raise SmokeError(f"the kernel project has no {CASES_FILE}", path=str(kernel.root), code="smoke-cases-missing",
+                         hint="see the case contract in pipeline/smoke.py and pipeline/bench.py")
+    cases = load_cases(kernel.smoke_cases)
     if loaded.backend == "cuda":
         if not torch.cuda.is_available():
-            raise SmokeError("the host's variant is a CUDA build but no CUDA device is visible", code="S010")
+            raise SmokeError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
         device = torch.device("cuda")
     else:
         device = torch.device("cpu")
     cases, left_out = for_device(cases, device.type)
-    results = run_cases(loaded.module, cases, device, seeds=tuple(seeds), progress=progress, op_checks=op_checks)
+    results = run_cases(loaded.module, cases, device, seeds=tuple(seeds), report=report, op_checks=op_checks)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     return SmokeReport(kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
-                       device=device_name, project=str(project), results=tuple(results), left_out=tuple(left_out))
+                       device=device_name, project=kernel.shown, results=tuple(results), left_out=tuple(left_out))

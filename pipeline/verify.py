@@ -29,9 +29,14 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pipeline.errors import Problem, VerifyError
+from pipeline.events import Event, Reporter, quiet
+from pipeline.target import is_hugging_face
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.workspace import Kernel
 
 # macOS release assumed for darwin cells: kernels only loads Metal builds on
 # macOS 26+, and that is what a published Metal variant targets.
@@ -92,7 +97,7 @@ class VerifyReport:
     def raise_for_errors(self) -> None:
         if not self.ok:
             raise VerifyError(f"{self.repo_id} v{self.version} failed verification at {self.endpoint}",
-                              code="V000", problems=self.problems,
+                              code="verify-failed", problems=self.problems,
                               hint="see the problems above; nothing was changed on the Hub by verify")
 
     def to_json(self) -> dict:
@@ -105,14 +110,9 @@ class VerifyReport:
         }
 
 
-def matrix_cells(project_root) -> list[str]:
-    """The full build matrix of the project (BUILD's compute_matrix under the
-    workspace policy), as variant names; [] without a project."""
-    if project_root is None:
-        return []
-    from pipeline.bundle import expected_variants
-
-    return [v.name for v in expected_variants(project_root)]
+def matrix_cells(kernel: "Kernel | None") -> list[str]:
+    """The kernel's full build matrix, as variant names; [] without a kernel."""
+    return [v.name for v in kernel.variants] if kernel is not None else []
 
 
 def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
@@ -130,8 +130,6 @@ def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
     })
     if token:
         env["HF_TOKEN"] = token
-    from pipeline.publish import is_hugging_face
-
     if not is_hugging_face(endpoint):
         env["HF_HUB_DISABLE_XET"] = "1"  # only the Hugging Face Hub speaks Xet
     # The child imports this package from wherever this process did.
@@ -140,16 +138,19 @@ def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
     return env
 
 
-def verify_publication(endpoint: str, repo_id: str, version: int, *, project_root: Path | None = None,
+def verify_publication(endpoint: str, repo_id: str, version: int, *, kernel: "Kernel | None" = None,
                        token: str | None = None, cells: list[str] | None = None, require: Require = "published",
-                       load_only: bool = False, events=None) -> VerifyReport:
+                       load_only: bool = False, report: Reporter = quiet) -> VerifyReport:
     """Verify a publication; returns the report (callers raise on errors)."""
     if cells is None:
-        cells = matrix_cells(project_root)
+        cells = matrix_cells(kernel)
+    project_root = kernel.root if kernel is not None else None
+    report(Event("step", f"get_kernel({repo_id!r}, version={version}) in a fresh process", stage="verify"))
     seeds = (random.SystemRandom().randrange(1, 2**31),)
     request = {
         "repo_id": repo_id, "version": version, "cells": cells, "seeds": list(seeds),
-        "project_root": str(project_root) if project_root else None, "load_only": load_only,
+        "cases_file": str(kernel.smoke_cases) if kernel is not None and kernel.smoke_cases else None,
+        "load_only": load_only,
         "darwin_macos": DARWIN_SYSTEM_MACOS,
     }
     with tempfile.TemporaryDirectory(prefix="pipeline-verify-") as tmp:
@@ -164,10 +165,10 @@ def verify_publication(endpoint: str, repo_id: str, version: int, *, project_roo
                 env=_child_env(endpoint, token, tmp_path), timeout=CHILD_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
-            raise VerifyError(f"the verification process did not finish in {CHILD_TIMEOUT_S} s", code="V009") from None
+            raise VerifyError(f"the verification process did not finish in {CHILD_TIMEOUT_S} s", code="verify-process-failed") from None
         if not result_path.is_file():
             tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-15:])
-            raise VerifyError(f"the verification process failed (exit {proc.returncode})", code="V009",
+            raise VerifyError(f"the verification process failed (exit {proc.returncode})", code="verify-process-failed",
                               hint=tail or "no output")
         data = json.loads(result_path.read_text())
     return _report(endpoint, repo_id, version, data, require, project_root)
@@ -178,7 +179,7 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
     problems: list[Problem] = []
     where = f"{repo_id}@v{version}"
     if data.get("error"):
-        problems.append(Problem(where, None, "V001", data["error"],
+        problems.append(Problem(where, None, "version-not-published", data["error"],
                                 hint="is the version published? `python -m pipeline publish` prints what it made"))
     published = tuple(data.get("published") or ())
     load = None
@@ -186,7 +187,7 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
         load = LoadCheck(**{**data["load"], "seeds": tuple(data["load"]["seeds"]),
                             "failures": tuple(data["load"]["failures"])})
         if not load.ok:
-            problems.append(Problem(where, None, "V002",
+            problems.append(Problem(where, None, "load-failed",
                                     f"get_kernel(version={version}) on this host: {load.message}",
                                     hint="run `python -m pipeline smoke` on the build for the full report"))
     families = {_family(name) for name in published}
@@ -197,11 +198,11 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
                               rejected=tuple(item.get("rejected") or ()))
         cells.append(cell)
         if promised and cell.chosen is None:
-            problems.append(Problem(where, None, "V003",
+            problems.append(Problem(where, None, "cell-unresolved",
                                     f"a system of cell {cell.cell} resolves to no published variant",
                                     hint="; ".join(cell.rejected[:3]) or "publish a variant for it"))
     if not data.get("cells") and project_root is None:
-        problems.append(Problem(where, None, "V004", "no build matrix to resolve (no kernel project given)",
+        problems.append(Problem(where, None, "no-matrix", "no build matrix to resolve (no kernel project given)",
                                 hint="pass --kernel PATH to resolve the matrix cells", severity="warning"))
     return VerifyReport(endpoint=endpoint, repo_id=repo_id, version=version, revision=data.get("revision"),
                         published=published, load=load, cells=tuple(cells), require=require,
@@ -267,7 +268,7 @@ def _resolve_cells(variants: list, cells: list[str], darwin_macos: str) -> list[
     return out
 
 
-def _load_and_run(repo_id: str, version: int, project_root: str | None, seeds: list[int],
+def _load_and_run(repo_id: str, version: int, cases_file: str | None, seeds: list[int],
                   load_only: bool) -> dict:
     import kernels
     import torch
@@ -284,8 +285,7 @@ def _load_and_run(repo_id: str, version: int, project_root: str | None, seeds: l
     if load_only:
         result["message"] = "loaded (outputs not checked: --load-only)"
         return result
-    cases_file = Path(project_root) / "tests" / "smoke_cases.py" if project_root else None
-    if cases_file is None or not cases_file.is_file():
+    if cases_file is None or not Path(cases_file).is_file():
         result.update(ok=False, message="loaded, but there are no reference cases to check its outputs "
                                         "(tests/smoke_cases.py of the kernel project)")
         return result
@@ -293,7 +293,7 @@ def _load_and_run(repo_id: str, version: int, project_root: str | None, seeds: l
 
     device = torch.device("cuda") if (loaded and str(loaded.metadata.backend.backend_type).lower() == "cuda") \
         else torch.device("cpu")
-    runs = run_cases(module, load_cases(Path(project_root)), device, seeds=tuple(seeds), op_checks=False)
+    runs = run_cases(module, load_cases(Path(cases_file)), device, seeds=tuple(seeds), op_checks=False)
     failures = [f"{r.name} (seed {r.seed}): {r.message}" for r in runs if not r.passed]
     result.update(ok=bool(runs) and not failures, cases=len(runs), failed=len(failures), failures=failures[:10],
                   message=(f"{len(runs)} case(s) match the float64 reference" if not failures
@@ -317,7 +317,7 @@ def _child_main() -> None:
         out["published"] = sorted(v.variant_str for v in variants)
         out["cells"] = _resolve_cells(variants, list(request["cells"]), request["darwin_macos"])
         try:
-            out["load"] = _load_and_run(repo_id, version, request.get("project_root"), request["seeds"],
+            out["load"] = _load_and_run(repo_id, version, request.get("cases_file"), request["seeds"],
                                         bool(request.get("load_only")))
         except Exception as exc:  # whatever get_kernel raises is the finding we report
             out["load"] = {"ok": False, "variant": None, "kernel_id": None, "revision": revision,

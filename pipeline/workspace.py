@@ -1,165 +1,213 @@
-"""The workspace file: the top-level build.toml with a [workspace] table."""
+"""Resolve once: a path or a kernel NAME -> the `Kernel` value every stage takes.
+
+This is the only module that finds and loads a kernel's files: the project
+(validated), the workspace around it, the matrix policy that applies and the
+variants the project must be built for. Later stages (build, check, smoke,
+bench, publish, verify, card) take the `Kernel`, never a path to re-read.
+"""
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import toml
-from pipeline.errors import WorkspaceError
+from pipeline.errors import MatrixError, PublishError, WorkspaceError
+from pipeline.matrix import (MatrixEntry, Variant, compute_matrix, full_table_policy, load_table, reduced_policy,
+                             version_key)
+from pipeline.policy import MatrixPolicy
+from pipeline.project import KernelProject, load_project
+from pipeline.workspace_file import (WORKSPACE_FILE, Workspace, find_workspace, is_workspace_file,
+                                     load_workspace)
 
-WORKSPACE_FILE = "build.toml"
-KNOWN_BACKENDS = ("cuda", "cpu", "rocm", "xpu", "metal")
-
-
-@dataclass(frozen=True)
-class MatrixPolicy:
-    torch: tuple[str, ...]
-    cuda: tuple[str, ...]
-    archs: tuple[str, ...]
-    backends: tuple[str, ...]
+SMOKE_CASES = Path("tests") / "smoke_cases.py"
+BENCH_CASES = Path("benchmarks") / "bench_cases.py"
 
 
 @dataclass(frozen=True)
-class Workspace:
-    root: Path
-    kernel_paths: tuple[Path, ...]
-    namespace: str
-    matrix: MatrixPolicy
-    ci_matrix: MatrixPolicy
+class Kernel:
+    """One kernel project, resolved: what it is, where it lives, what it must be built for."""
 
-    def kernel(self, name: str) -> Path:
-        for path in self.kernel_paths:
-            if path.name == name:
-                return path
-        known = [p.name for p in self.kernel_paths]
-        close = difflib.get_close_matches(name, known, n=1)
-        raise WorkspaceError(
-            f"no kernel named {name!r} in the workspace",
-            path=str(self.root / WORKSPACE_FILE),
-            code="W010",
-            hint=(f"did you mean {close[0]!r}? " if close else "") + f"known kernels: {', '.join(known) or 'none'}",
-        )
+    project: KernelProject
+    workspace: Workspace | None
+    policy: MatrixPolicy  # the full matrix policy that applies (the workspace's, or the builder's whole table)
+    ci_policy: MatrixPolicy  # the pull-request policy
+    variants: tuple[Variant, ...]  # the full build matrix
+    ci_variants: tuple[Variant, ...]
+    shown: str  # the project's path as printed (relative to the workspace root when there is one)
 
     @property
-    def kernel_names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.kernel_paths)
+    def root(self) -> Path:
+        return self.project.root
+
+    @property
+    def name(self) -> str:
+        return self.project.name
+
+    @property
+    def version(self) -> int | None:
+        return self.project.version
+
+    @property
+    def namespace(self) -> str | None:
+        """The workspace's default Hub namespace."""
+        return self.workspace.namespace if self.workspace is not None else None
+
+    @property
+    def smoke_cases(self) -> Path | None:
+        path = self.root / SMOKE_CASES
+        return path if path.is_file() else None
+
+    @property
+    def bench_cases(self) -> Path | None:
+        path = self.root / BENCH_CASES
+        return path if path.is_file() else None
+
+    @property
+    def benchmarks_dir(self) -> Path | None:
+        path = self.root / "benchmarks"
+        return path if path.is_dir() else None
+
+    def expected(self, *, ci: bool = False) -> tuple[Variant, ...]:
+        return self.ci_variants if ci else self.variants
+
+    def require_variants(self, *, ci: bool = False) -> tuple[Variant, ...]:
+        """The matrix, or a MatrixError when nothing can be built (bounds above every build)."""
+        variants = self.expected(ci=ci)
+        if not variants:
+            raise MatrixError(f"{self.shown}: no variant of the build matrix fits this project", path=self.shown,
+                              code="matrix-empty", hint=_empty_hint(self, ci))
+        return variants
+
+    def entries(self, *, ci: bool = False) -> list[MatrixEntry]:
+        return [MatrixEntry(kernel=self.name, path=self.shown, variant=v) for v in self.expected(ci=ci)]
 
 
-_POLICY_KEYS = ("torch", "cuda", "archs", "backends")
-_WORKSPACE_KEYS = ("kernels", "namespace", "matrix")
+def _empty_hint(kernel: Kernel, ci: bool) -> str:
+    """Say which bound excluded everything: the project's or the policy's."""
+    p = kernel.project
+    table = load_table()
+    torches = sorted({v.torch for v in table.variants}, key=version_key)
+    policy = kernel.ci_policy if ci else kernel.policy
+    parts = []
+    if p.torch_minver or p.torch_maxver:
+        parts.append(f"[torch] minver/maxver = {p.torch_minver or '-'}/{p.torch_maxver or '-'}")
+    if p.cuda_minver or p.cuda_maxver:
+        parts.append(f"[general.cuda] minver/maxver = {p.cuda_minver or '-'}/{p.cuda_maxver or '-'}")
+    parts.append(f"policy torch = {list(policy.torch)}, cuda = {list(policy.cuda)}, "
+                 f"backends = {list(policy.backends)}")
+    return ("the builder's table has torch " + ", ".join(torches) + "; this project asks for "
+            + "; ".join(parts) + ". Lower the bounds in build.toml, or widen [workspace.matrix] in the "
+            + "workspace build.toml")
 
 
-def find_workspace(start: Path) -> Path | None:
-    """The nearest directory at or above `start` whose build.toml has [workspace]."""
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        candidate = directory / WORKSPACE_FILE
-        if candidate.is_file():
-            try:
-                if "workspace" in toml.loads(toml.read_text(candidate)):
-                    return directory
-            except (toml.TOMLDecodeError, UnicodeDecodeError, OSError):
-                continue
+def _shown(path: Path, workspace: Workspace | None) -> str:
+    if workspace is not None:
+        try:
+            return Path(path).resolve().relative_to(workspace.root).as_posix()
+        except ValueError:
+            pass
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _kernel(project: KernelProject, workspace: Workspace | None) -> Kernel:
+    if workspace is not None:
+        policy, ci_policy = workspace.matrix, workspace.ci_matrix
+    else:
+        policy = full_table_policy()
+        ci_policy = reduced_policy(policy)
+    return Kernel(project=project, workspace=workspace, policy=policy, ci_policy=ci_policy,
+                  variants=tuple(compute_matrix(project, policy)), ci_variants=tuple(compute_matrix(project, ci_policy)),
+                  shown=_shown(project.root, workspace))
+
+
+def _workspace_around(project_root: Path) -> Workspace | None:
+    # The project's own build.toml is not a workspace file: look from its parent.
+    root = find_workspace(Path(project_root).resolve().parent)
+    return load_workspace(root) if root is not None else None
+
+
+def resolve(spec: Path | str, *, cwd: Path | None = None) -> Kernel:
+    """A kernel project's path, or the NAME of a kernel of the workspace around `cwd`."""
+    path = Path(spec)
+    if path.exists():
+        if is_workspace_file(path):
+            raise WorkspaceError(f"{spec} is the workspace, not one kernel project", path=str(path),
+                                 code="workspace-not-kernel",
+                                 hint="name one kernel (e.g. kernels-src/rmsnorm), or use a verb that takes "
+                                      "the workspace root (validate, matrix, build)")
+        project = load_project(path)  # ValidationError with every problem
+        return _kernel(project, _workspace_around(project.root))
+    root = find_workspace(cwd or Path.cwd())
+    if root is None or os.sep in str(spec) or "/" in str(spec):
+        raise WorkspaceError(f"{spec} does not exist", path=str(spec), code="kernel-not-found",
+                             hint="pass the path of a kernel project (a directory with build.toml), or run in a "
+                                  "workspace and name one of its kernels")
+    workspace = load_workspace(root)
+    project = load_project(workspace.kernel(str(spec)))  # raises with "did you mean" and the known kernels
+    return _kernel(project, workspace)
+
+
+def resolve_all(path: Path) -> tuple[Kernel, ...]:
+    """Every kernel of a workspace root, or the one kernel at `path`."""
+    path = Path(path)
+    if is_workspace_file(path):
+        workspace = load_workspace(path.resolve() if path.is_dir() else path.resolve().parent)
+        return tuple(_kernel(load_project(p), workspace) for p in workspace.kernel_paths)
+    return (resolve(path),)
+
+
+def resolve_for_build(build_dir: Path, kernel_name: str | None, *, cwd: Path | None = None) -> Kernel | None:
+    """The kernel project a build tree belongs to: `<project>/build`, or the
+    workspace kernel (around the tree, then `cwd`) whose name or directory is
+    `kernel_name` (a Nix `result/<kernel>`). None when there is none."""
+    build_dir = Path(build_dir).resolve()
+    parent = build_dir.parent
+    if (parent / WORKSPACE_FILE).is_file() and not is_workspace_file(parent):
+        return resolve(parent)
+    for start in (build_dir, cwd or Path.cwd()):
+        root = find_workspace(start)
+        if root is None:
+            continue
+        workspace = load_workspace(root)
+        for path in workspace.kernel_paths:
+            project = load_project(path)
+            if kernel_name in (project.name, path.name) or build_dir.name in (project.name, path.name):
+                return _kernel(project, workspace)
     return None
 
 
-def _string_list(value, where: str, path: Path, text: str, key: str, table: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise WorkspaceError(
-            f"{where} must be a list of strings, got {value!r}",
-            path=str(path), line=toml.key_line(text, key, table), code="W003",
-            hint=f'write it as {key} = ["..."]',
-        )
-    return tuple(value)
+@dataclass(frozen=True)
+class PublishSource:
+    """What `publish ORG/NAME` and `verify ORG/NAME` work from."""
+
+    kernel: Kernel | None  # None: only a build tree (or only the Hub, for verify)
+    namespace: str | None  # the workspace's default namespace
 
 
-def _policy(table: dict, name: str, path: Path, text: str, default: MatrixPolicy | None) -> MatrixPolicy:
-    # Only [workspace.matrix] may hold a sub-table, and only `ci`.
-    allowed_tables = ("ci",) if default is None else ()
-    for key in table:
-        if key in allowed_tables:
-            if not isinstance(table[key], dict):
-                raise WorkspaceError(
-                    f"[{name}].{key} must be a table", path=str(path), line=toml.key_line(text, key, name),
-                    code="W003", hint=f"write it as a table: [{name}.{key}]",
-                )
-            continue
-        if key not in _POLICY_KEYS:
-            close = difflib.get_close_matches(key, _POLICY_KEYS + allowed_tables, n=1)
-            raise WorkspaceError(
-                f"unknown key {key!r} in [{name}]",
-                path=str(path), line=toml.key_line(text, key, name), code="W004",
-                hint=f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_POLICY_KEYS)}",
-            )
-    values = {}
-    for key in _POLICY_KEYS:
-        if key in table:
-            values[key] = _string_list(table[key], f"[{name}].{key}", path, text, key, name)
-        elif default is not None:
-            values[key] = getattr(default, key)
-        else:
-            raise WorkspaceError(
-                f"[{name}] is missing {key!r}", path=str(path), line=toml.key_line(text, "", name), code="W005",
-                hint=f"add {key} = [...] to [{name}]",
-            )
-    for backend in values["backends"]:
-        if backend not in KNOWN_BACKENDS:
-            raise WorkspaceError(
-                f"unknown backend {backend!r} in [{name}].backends",
-                path=str(path), line=toml.key_line(text, "backends", name), code="W006",
-                hint=f"known backends: {', '.join(KNOWN_BACKENDS)}",
-            )
-    return MatrixPolicy(**values)
+def resolve_for_repo(name: str, kernel_path: Path | None, *, build_dir: Path | None = None,
+                     required: bool = True, cwd: Path | None = None) -> PublishSource:
+    """The kernel for a repository NAME: `--kernel PATH`, else the workspace
+    kernel named NAME. Without either: None when a build tree is given or
+    `required` is False, else an error naming what to pass."""
+    if kernel_path is not None:
+        kernel = resolve(kernel_path)
+        return PublishSource(kernel, kernel.namespace)
+    root = find_workspace(cwd or Path.cwd())
+    workspace = load_workspace(root) if root is not None else None
+    namespace = workspace.namespace if workspace is not None else None
+    if workspace is not None and name in workspace.kernel_names:
+        return PublishSource(_kernel(load_project(workspace.kernel(name)), workspace), namespace)
+    if build_dir is not None or not required:
+        return PublishSource(None, namespace)
+    if workspace is not None:
+        workspace.kernel(name)  # raises with "did you mean" and the known kernels
+    raise PublishError(f"no kernel project for {name!r}", code="kernel-not-found",
+                       hint="run inside the kernel-pipeline repository, or pass --kernel PATH (or --build-dir PATH)")
 
 
-def load_workspace(root: Path) -> Workspace:
-    path = root / WORKSPACE_FILE
-    if not path.is_file():
-        raise WorkspaceError("no workspace build.toml here", path=str(path), code="W001",
-                             hint="run from the repository root, or pass the path of a kernel project instead")
-    try:
-        text = toml.read_text(path)
-        data = toml.loads(text)
-    except UnicodeDecodeError:
-        raise WorkspaceError("build.toml is not UTF-8 text", path=str(path), code="W002") from None
-    except toml.TOMLDecodeError as exc:
-        raise WorkspaceError(f"malformed TOML: {exc}", path=str(path), line=toml.error_line(exc), code="W002") from None
-    if "workspace" not in data:
-        raise WorkspaceError(
-            "this build.toml has no [workspace] table", path=str(path), code="W001",
-            hint="this looks like a kernel project's build.toml; the workspace file is the repository's top-level one",
-        )
-    ws = data["workspace"]
-    for key in ws:
-        if key not in _WORKSPACE_KEYS:
-            close = difflib.get_close_matches(key, _WORKSPACE_KEYS, n=1)
-            raise WorkspaceError(
-                f"unknown key {key!r} in [workspace]", path=str(path), line=toml.key_line(text, key, "workspace"),
-                code="W004", hint=f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_WORKSPACE_KEYS)}",
-            )
-    patterns = _string_list(ws.get("kernels", []), "[workspace].kernels", path, text, "kernels", "workspace")
-    kernel_paths: list[Path] = []
-    for pattern in patterns:
-        if pattern.startswith("/") or ".." in Path(pattern).parts:
-            raise WorkspaceError(f"kernel path {pattern!r} leaves the workspace", path=str(path),
-                                 line=toml.key_line(text, "kernels", "workspace"), code="W007",
-                                 hint="use paths relative to the workspace root, e.g. kernels-src/*")
-        matches = sorted(p for p in root.glob(pattern) if (p / "build.toml").is_file())
-        if not matches and not any(ch in pattern for ch in "*?["):
-            raise WorkspaceError(f"kernel project {pattern!r} has no build.toml", path=str(path),
-                                 line=toml.key_line(text, "kernels", "workspace"), code="W008")
-        kernel_paths.extend(m for m in matches if m not in kernel_paths)
-    namespace = ws.get("namespace", "")
-    if not isinstance(namespace, str) or not namespace:
-        raise WorkspaceError("[workspace].namespace must be a non-empty string", path=str(path),
-                             line=toml.key_line(text, "namespace", "workspace"), code="W009",
-                             hint='e.g. namespace = "my-org"')
-    matrix_table = ws.get("matrix", {})
-    if not isinstance(matrix_table, dict):
-        raise WorkspaceError("[workspace.matrix] must be a table", path=str(path), code="W003")
-    full = _policy(matrix_table, "workspace.matrix", path, text, None)
-    ci = _policy(matrix_table.get("ci", {}), "workspace.matrix.ci", path, text, full)
-    return Workspace(root=root.resolve(), kernel_paths=tuple(kernel_paths), namespace=namespace,
-                     matrix=full, ci_matrix=ci)
+__all__ = ["Kernel", "PublishSource", "Workspace", "find_workspace", "is_workspace_file", "load_workspace",
+           "resolve", "resolve_all", "resolve_for_build", "resolve_for_repo"]

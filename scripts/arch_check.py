@@ -40,9 +40,9 @@ def imports_of(tree: ast.AST, name: str, is_pkg: bool) -> tuple[set[str], int]:
             mod = ".".join(base + ([node.module] if node.module else []))
         else:
             mod = node.module or ""
-        out = [mod]
-        out += [f"{mod}.{a.name}" for a in node.names]
-        return out
+        # `from pkg import name`: an edge to pkg.name when that is a module,
+        # else to pkg (resolved in main, which knows the modules).
+        return [f"{mod}:{a.name}" for a in node.names]
 
     def walk(node, in_function: bool, in_type_checking: bool):
         nonlocal local
@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, targets in modules.items():
         deps = set()
         for t in targets:
+            if ":" in t:
+                mod, _, member = t.partition(":")
+                t = f"{mod}.{member}" if f"{mod}.{member}" in modules else mod
             while t and t not in modules:
                 t = t.rpartition(".")[0]
             if t and t != name:

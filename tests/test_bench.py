@@ -181,10 +181,10 @@ def test_case_file_contract(tmp_path):
     (tmp_path / "benchmarks" / "bench_cases.py").write_text("def bench_cases():\n    return [{'name': 'x'}]\n")
     with pytest.raises(BenchError) as exc:
         bench.load_cases(tmp_path)
-    assert exc.value.code == "B003"
+    assert exc.value.code == "bench-cases-invalid"
     with pytest.raises(BenchError) as exc:
         bench.load_cases(tmp_path / "nothing")
-    assert exc.value.code == "B001"
+    assert exc.value.code == "bench-cases-missing"
 
 
 def test_rmsnorm_bench_cases_cover_the_brief():
@@ -262,4 +262,4 @@ def test_markdown_table_refuses_other_json(tmp_path):
     path.write_text(json.dumps({"kernel": "x", "results": []}))
     with pytest.raises(BenchError) as exc:
         bench.markdown_table(path)
-    assert exc.value.code == "B009"
+    assert exc.value.code == "bench-results-invalid"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.build import build_project, layout
-from pipeline.build.events import BuildEvent
+from pipeline.events import Event
 from pipeline.errors import BuildError
 from pipeline.matrix import host_variant
 from pipeline.project import load_project
@@ -52,7 +52,7 @@ def cache_env(tmp_path_factory):
 def built(tmp_path_factory, cache_env):
     """The fixture, committed to a fresh git repository, built once (CPU variant)."""
     src = _copy_fixture(tmp_path_factory.mktemp("proj") / "tiny-add", git=True)
-    events: list[BuildEvent] = []
+    events: list[Event] = []
     result = build_project(load_project(src), src / "build", backend="local", progress=events.append)
     return src, result, events
 
@@ -121,7 +121,7 @@ def test_loads_with_get_local_kernel_and_matches_float64(built, monkeypatch):
 @pytest.mark.slow
 def test_unchanged_project_does_not_recompile(built):
     src, result, _ = built
-    events: list[BuildEvent] = []
+    events: list[Event] = []
     again = build_project(load_project(src), src / "build", backend="local", progress=events.append)
     (variant,) = again.variants
     assert variant.cached and variant.kernel_id == result.variants[0].kernel_id
@@ -140,7 +140,7 @@ def test_python_only_change_reuses_the_library(built):
     init = src / "torch-ext" / "tiny_add" / "__init__.py"
     init.write_text(init.read_text() + "\nEXTRA = 1\n")
     unique = first.kernel_id.rsplit("_", 1)[-1]  # keep the id: only the package changed
-    events: list[BuildEvent] = []
+    events: list[Event] = []
     again = build_project(load_project(src), src / "build", backend="local", progress=events.append,
                           unique_id=unique)
     (variant,) = again.variants
@@ -254,7 +254,7 @@ ninja: build stopped: subcommand failed.
 
 
 def test_compiler_problems_are_the_error_lines(tmp_path):
-    from pipeline.build.local import compiler_problems
+    from pipeline.build.diagnostics import compiler_problems
 
     problems = compiler_problems(GCC_LOG.format(root=tmp_path), tmp_path)
     assert [(p.path, p.line) for p in problems] == [("tiny_add_cpu/add.cpp", 14), ("kernel.cu", 7)]

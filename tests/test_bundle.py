@@ -44,21 +44,21 @@ def test_tampered_so_is_a_digest_mismatch(build):
     data[-1] ^= 0xFF
     so.write_bytes(bytes(data))
     report = check_bundle(build)
-    assert codes(report) == ["C004"]
+    assert codes(report) == ["digest-mismatch"]
     assert "_tiny_cpu_0a1b2c3.abi3.so" in report.errors[0].message
 
 
 def test_added_file_is_unknown_to_the_digest(build):
     (build / host_cpu_variant() / "extra.py").write_text("x = 1\n")
     report = check_bundle(build)
-    assert codes(report) == ["C004"]
+    assert codes(report) == ["digest-mismatch"]
     assert "Unknown file: extra.py" in report.errors[0].message
 
 
 def test_unparseable_variant_name(build):
     copy_variant_as(build / host_cpu_variant(), build, "torch2.13-cpu-x86_64-linux")
     report = check_bundle(build)
-    assert codes(report) == ["C005"]
+    assert codes(report) == ["variant-name-invalid"]
     assert "torch2.13-cpu-x86_64-linux" in report.errors[0].message
 
 
@@ -69,10 +69,10 @@ def test_stray_files(build):
     (vdir / "op.o").write_bytes(b"\x7fELF")
     (vdir / "build.log").write_text("ok\n")
     report = check_bundle(build)
-    stray = sorted(p.path for p in report.errors if p.code == "C009")
+    stray = sorted(p.path for p in report.errors if p.code == "stray-file")
     assert stray == [f"build/{vdir.name}/__pycache__", f"build/{vdir.name}/build.log", f"build/{vdir.name}/op.o"]
     # The digest catches the object file and the log too (kernels ignores bytecode).
-    assert sum(p.code == "C004" for p in report.errors) == 2
+    assert sum(p.code == "digest-mismatch" for p in report.errors) == 2
     # Bytecode is never uploaded.
     assert not any("__pycache__" in f for f in variant_files(vdir))
 
@@ -86,14 +86,14 @@ def test_metadata_missing_unparseable_and_without_digest(tmp_path):
     (b / "metadata.json").write_text('{"name": "tiny"}')
     write_metadata(c, kernel="tiny", ops_name="_tiny_cpu_0a1b2c3", version=1, digest=False)
     report = check_bundle(build)
-    assert sorted(codes(report)) == ["C001", "C002", "C003"]
+    assert sorted(codes(report)) == ["digest-missing", "metadata-invalid", "metadata-missing"]
 
 
 def test_variants_must_agree_on_name_and_version(build):
     other = copy_variant_as(build / host_cpu_variant(), build, "torch212-cxx11-cpu-x86_64-linux")
     write_metadata(other, kernel="other", ops_name="_tiny_cpu_0a1b2c3", version=2)
     report = check_bundle(build)
-    messages = [p.message for p in report.errors if p.code == "C010"]
+    messages = [p.message for p in report.errors if p.code == "variants-disagree"]
     assert len(messages) == 2
     assert "other, tiny" in messages[0] and "1, 2" in messages[1]
 
@@ -101,7 +101,7 @@ def test_variants_must_agree_on_name_and_version(build):
 def test_backend_in_metadata_must_match_the_name(build):
     copy_variant_as(build / host_cpu_variant(), build, "torch213-cxx11-cu130-x86_64-linux")
     report = check_bundle(build)
-    assert codes(report) == ["C011"]
+    assert codes(report) == ["backend-mismatch"]
 
 
 def test_abi_violation_is_reported(tmp_path):
@@ -115,7 +115,7 @@ def test_abi_violation_is_reported(tmp_path):
     libc = platform.libc_ver()
     if libc[0] != "glibc" or tuple(int(x) for x in libc[1].split(".")[:2]) < (2, 32):
         pytest.skip(f"this host's {libc} does not produce the glibc 2.32 symbol")
-    assert "C006" in codes(report)
+    assert "abi-violation" in codes(report)
     assert any("__libc_single_threaded" in p.message for p in report.errors)
 
 
@@ -151,9 +151,9 @@ def test_cli_json_and_exit_codes(build):
     shutil.copytree(build / host_cpu_variant(), build / "not-a-variant")
     bad = _cli(build, "--no-matrix")
     assert bad.returncode == 6
-    assert "C005" in bad.stderr and "Traceback" not in bad.stderr
+    assert "variant-name-invalid" in bad.stderr and "Traceback" not in bad.stderr
     doc = json.loads(_cli(build, "--json", "--no-matrix").stdout)
-    assert doc["ok"] is False and [p["code"] for p in doc["problems"]] == ["C005"]
+    assert doc["ok"] is False and [p["code"] for p in doc["problems"]] == ["variant-name-invalid"]
 
 
 def test_cli_reports_the_matrix_of_a_workspace_kernel(tmp_path, build):
@@ -174,5 +174,5 @@ def test_missing_kernel_abi_check_is_an_error_not_a_traceback(build, monkeypatch
 
     monkeypatch.setitem(sys.modules, "kernel_abi_check", None)  # `import` now raises ImportError
     report = check_bundle(build)
-    assert codes(report) == ["C006"]
+    assert codes(report) == ["abi-violation"]
     assert "kernel-abi-check is not installed" in report.errors[0].message

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.workspace import resolve
+
+from values import bundle_of
+
 from pipeline import toml
 from pipeline.cli import main
 from pipeline.errors import InitError
@@ -161,7 +165,7 @@ def test_rendered_project_builds_and_passes_its_smoke_cases(built_templates, tem
 
     root, result = built_templates[template]
     assert [v.variant.backend for v in result.variants] == ["cpu"]
-    report = run_smoke(root / "build", root, seeds=(0, 1))
+    report = run_smoke(bundle_of(root / "build"), resolve(root), seeds=(0, 1))
     assert report.passed, [f"{r.name} {r.check}: {r.message}" for r in report.failures]
     checks = {r.check for r in report.results}
     assert checks == {"values", "opcheck", "compile"}

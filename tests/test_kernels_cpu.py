@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.workspace import resolve
+
+from values import bundle_of
+
 from pipeline.project import load_project, validate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,7 +65,7 @@ def modules(built):
 def test_smoke_cases_pass_on_cpu(built, name):
     from pipeline.smoke import run_smoke
 
-    report = run_smoke(built[name], REPO / "kernels-src" / name, seeds=(0,))
+    report = run_smoke(bundle_of(built[name]), resolve(REPO / "kernels-src" / name), seeds=(0,))
     assert report.passed, [f"{r.name} {r.check}: {r.message}" for r in report.failures][:10]
     assert {r.check for r in report.results} == {"values", "opcheck", "compile"}
     assert report.kernel == name and report.device == "cpu"
@@ -183,10 +187,11 @@ def hub(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", KERNELS)
 def test_publish_to_embedded_hub_and_get_kernel(built, hub, name):
-    from pipeline.publish import PublishRequest, Target, publish
+    from pipeline.publish import PublishRequest, publish
+    from pipeline.target import Target
 
     repo_id = f"{ORG}/{name}"
-    request = PublishRequest(repo_id=repo_id, project=REPO / "kernels-src" / name, build_dir=built[name],
+    request = PublishRequest(repo_id=repo_id, kernel=resolve(REPO / "kernels-src" / name), build_dir=built[name],
                              smoke=False, verify=True)  # smoke ran above; verify re-runs the cases after get_kernel
     result = publish(request, Target("--endpoint", hub.endpoint, hub.admin_token))
     assert result.repo_id == repo_id and result.branch == "v1" and result.changed
@@ -194,6 +199,6 @@ def test_publish_to_embedded_hub_and_get_kernel(built, hub, name):
     assert result.verify is not None and result.verify.ok, [p.format() for p in result.verify.problems]
     assert result.verify.load is not None
     # Publishing the same build again changes nothing.
-    again = publish(PublishRequest(repo_id=repo_id, project=REPO / "kernels-src" / name, build_dir=built[name],
+    again = publish(PublishRequest(repo_id=repo_id, kernel=resolve(REPO / "kernels-src" / name), build_dir=built[name],
                                    smoke=False, verify=False), Target("--endpoint", hub.endpoint, hub.admin_token))
     assert not again.changed

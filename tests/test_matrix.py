@@ -14,10 +14,15 @@ import pytest
 
 from pipeline import cli
 from pipeline.errors import MatrixError
-from pipeline.matrix import (Variant, compute_matrix, full_table_policy, host_variant, load_table, matrix_for_path,
+from pipeline.matrix import (Variant, compute_matrix, full_table_policy, host_variant, load_table,
                              matrix_rows, reduced_policy, table_variant_names, torch_info, version_key)
 from pipeline.project import load_project
-from pipeline.workspace import MatrixPolicy, load_workspace
+from pipeline.policy import MatrixPolicy
+from pipeline.workspace import load_workspace, resolve, resolve_all
+
+
+def matrix_for_path(path, *, ci=False):
+    return [e for k in resolve_all(path) for e in k.entries(ci=ci)]
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "tiny-add"

@@ -308,7 +308,7 @@ def test_cli_bad_workspace_file_is_a_workspace_error(tmp_path):
     (tmp_path / "build.toml").write_text('[workspace]\nkernels = ["kernels-src/*"]\n')
     result = run_cli(".", cwd=tmp_path)
     assert result.returncode == 3 and "Traceback" not in result.stderr
-    assert "W009" in result.stderr
+    assert "workspace-namespace-invalid" in result.stderr
 
 
 # ------------------------------------------------------------ real projects ----

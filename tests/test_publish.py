@@ -14,8 +14,12 @@ import pytest
 from huggingface_hub import HfApi
 
 from pipeline.errors import PublishError
-from pipeline.publish import (DEFAULT_HUB_PORT, HF_HUB_ENDPOINT, PublishRequest, Target, execute_plan, plan_upload,
-                              publish, read_remote, resolve_target, split_repo_id)
+from pipeline.hubclient import RemoteState, read_remote
+from pipeline.publish import PublishRequest, publish
+from pipeline.target import DEFAULT_HUB_PORT, HF_HUB_ENDPOINT, Target, resolve_target, split_repo_id
+from pipeline.upload.commit import execute_plan
+from pipeline.upload.plan import plan_upload
+from pipeline.workspace import resolve
 from test_bundle_support import copy_variant_as, host_cpu_variant, make_project, make_variant
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,14 +57,13 @@ def test_split_repo_id():
 # --- a fresh Hub per test ------------------------------------------------------------
 
 class Recorder:
+    """A reporter that keeps every event's line."""
+
     def __init__(self):
         self.lines: list[str] = []
 
-    def step(self, name, text):
-        self.lines.append(f"{name}: {text}")
-
-    def upload_progress(self):
-        return None
+    def __call__(self, event):
+        self.lines.append(f"{event.stage}: {event.message}")
 
 
 @pytest.fixture
@@ -99,8 +102,8 @@ def hub_state(hub) -> dict:
 def run_publish(project, hub, **kw) -> object:
     events = kw.pop("events", Recorder())
     target = kw.pop("target", None) or target_of(hub)
-    request = PublishRequest(repo_id=kw.pop("repo_id", REPO_ID), project=project, **kw)
-    return publish(request, target, events=events)
+    request = PublishRequest(repo_id=kw.pop("repo_id", REPO_ID), kernel=resolve(project), **kw)
+    return publish(request, target, report=events)
 
 
 # --- the main path -----------------------------------------------------------------
@@ -137,7 +140,7 @@ def test_publish_verify_republish_and_new_version(tmp_path, hub, project):
     assert hub_state(hub)["v1"] == state["v1"]
     from pipeline.verify import verify_publication
 
-    v1 = verify_publication(hub.endpoint, REPO_ID, 1, project_root=project)
+    v1 = verify_publication(hub.endpoint, REPO_ID, 1, kernel=resolve(project))
     assert v1.ok and v1.load.kernel_id == "_tiny_cpu_0a1b2c3", v1.to_json()
 
     # main's card now describes v2.
@@ -183,7 +186,7 @@ def test_force_is_recorded_in_the_card(tmp_path, hub, project):
     so = project / "build" / host_cpu_variant() / "_ops.py"
     so.write_text(so.read_text() + "\n# edited after the build\n")
     result = run_publish(project, hub, force=True, verify=False)
-    assert result.forced and "C004" in result.forced[0]
+    assert result.forced and "digest-mismatch" in result.forced[0]
     readme = Path(HfApi(endpoint=hub.endpoint).hf_hub_download(REPO_ID, "README.md", repo_type="kernel",
                                                                cache_dir=tmp_path / "dl")).read_text()
     assert "Published with `--force`" in readme and "digest mismatch" in readme
@@ -203,7 +206,7 @@ def test_tampered_so_is_refused(hub, project, published):
     so.write_bytes(so.read_bytes() + b"\0")
     with pytest.raises(PublishError) as err:
         run_publish(project, hub)
-    assert err.value.code == "P010" and any(p.code == "C004" for p in err.value.problems)
+    assert err.value.code == "publish-check-failed" and any(p.code == "digest-mismatch" for p in err.value.problems)
     assert hub_state(hub) == published
 
 
@@ -212,7 +215,7 @@ def test_unparseable_variant_name_is_refused(hub, project, published):
     copy_variant_as(project / "build" / host_cpu_variant(), project / "build", "torch213-cxx11-cpu-x86_64")
     with pytest.raises(PublishError) as err:
         run_publish(project, hub)
-    assert any(p.code == "C005" for p in err.value.problems)
+    assert any(p.code == "variant-name-invalid" for p in err.value.problems)
     assert hub_state(hub) == published
 
 
@@ -220,14 +223,13 @@ def test_unparseable_variant_name_is_refused(hub, project, published):
 def test_missing_token_for_a_protected_namespace(hub, project):
     with pytest.raises(PublishError) as err:
         run_publish(project, hub, target=target_of(hub, token=None), verify=False)
-    assert err.value.code == "P401" and "HF_TOKEN" in err.value.hint
+    assert err.value.code == "hub-write-denied" and "HF_TOKEN" in err.value.hint
     assert hub_state(hub) == {"missing": "RepositoryNotFoundError"}
 
 
 @pytest.mark.slow
 def test_concurrent_publish_is_not_overwritten(hub, project, published):
     from pipeline.bundle import check_bundle
-    from pipeline.publish import RemoteState
 
     api = HfApi(endpoint=hub.endpoint, token=hub.admin_token)
     shutil.rmtree(project / "build" / host_cpu_variant())  # a rebuild with another kernel id
@@ -240,7 +242,7 @@ def test_concurrent_publish_is_not_overwritten(hub, project, published):
     theirs = hub_state(hub)
     with pytest.raises(PublishError) as err:
         execute_plan(api, plan)
-    assert err.value.code == "P412"
+    assert err.value.code == "hub-branch-moved"
     assert hub_state(hub) == theirs
     assert isinstance(read_remote(api, REPO_ID), RemoteState)
 
@@ -262,23 +264,15 @@ def test_server_dying_mid_upload_then_retry(tmp_path, project):
         shutil.rmtree(project / "build")
         make_variant(project / "build", ops_name="_tiny_cpu_5555555")
 
-        class KillOnFirstBytes:
-            def start(self, total, description):
-                pass
-
-            def advance(self, nbytes):
-                server.kill()
-
-            def stop(self):
-                pass
-
-        class Events(Recorder):
-            def upload_progress(self):
-                return KillOnFirstBytes()
+        class KillOnFirstBytes(Recorder):
+            def __call__(self, event):
+                super().__call__(event)
+                if event.kind == "transfer":
+                    server.kill()
 
         with pytest.raises(PublishError) as err:
-            run_publish(project, None, target=target, verify=False, events=Events())
-        assert err.value.code in ("P503", "P500")
+            run_publish(project, None, target=target, verify=False, events=KillOnFirstBytes())
+        assert err.value.code in ("hub-unreachable", "hub-error")
     finally:
         server.kill()
     # Back up on the same data: nothing changed; then the retry succeeds.

@@ -13,8 +13,10 @@ import pytest
 import torch
 
 import test_smoke_support as builds
+from values import bundle_of
 from pipeline import smoke
-from pipeline.errors import SmokeError
+from pipeline.errors import CheckError, SmokeError
+from pipeline.workspace import resolve, resolve_for_build
 
 REPO = Path(__file__).resolve().parents[1]
 RMSNORM = REPO / "kernels-src" / "rmsnorm"
@@ -140,8 +142,8 @@ def _write_cases(root: Path, body: str) -> Path:
 def test_case_file_contract_is_checked(tmp_path):
     root = _write_cases(tmp_path / "k", "def smoke_cases():\n    return [{'name': 'a', 'op': 'x'}]\n")
     with pytest.raises(SmokeError) as exc:
-        smoke.load_cases(root)
-    assert "no 'make'" in exc.value.message and exc.value.code == "S008"
+        smoke.load_cases(root / smoke.CASES_FILE)
+    assert "no 'make'" in exc.value.message and exc.value.code == "smoke-cases-invalid"
 
 
 def test_cases_for_other_devices_are_left_out_and_counted():
@@ -157,13 +159,13 @@ def test_devices_must_be_a_tuple_of_names(tmp_path):
     root = _write_cases(tmp_path / "k", "def smoke_cases():\n    return [{'name': 'a', 'op': 'x', 'make': 0, "
                                         "'outputs': (0,), 'reference': 0, 'devices': 'cuda'}]\n")
     with pytest.raises(SmokeError) as exc:
-        smoke.load_cases(root)
+        smoke.load_cases(root / smoke.CASES_FILE)
     assert "devices must be a tuple" in exc.value.message
 
 
 def test_rmsnorm_has_cases_for_its_cuda_shared_memory_path():
     """rows_async takes over from 8 MiB of rows (rms_norm) and 32 MiB (fused)."""
-    cuda_only = [c for c in smoke.load_cases(RMSNORM) if c.get("devices") == ("cuda",)]
+    cuda_only = [c for c in smoke.load_cases(RMSNORM / smoke.CASES_FILE) if c.get("devices") == ("cuda",)]
     assert {c["op"] for c in cuda_only} == {"rms_norm", "fused_add_rms_norm"}
     assert any("4096x4096" in c["name"] and c["op"] == "fused_add_rms_norm" for c in cuda_only)
 
@@ -171,11 +173,11 @@ def test_rmsnorm_has_cases_for_its_cuda_shared_memory_path():
 def test_case_file_that_raises_is_reported(tmp_path):
     root = _write_cases(tmp_path / "k", "def smoke_cases():\n    raise ValueError('bad')\n")
     with pytest.raises(SmokeError, match="ValueError: bad"):
-        smoke.load_cases(root)
+        smoke.load_cases(root / smoke.CASES_FILE)
 
 
 def test_rmsnorm_cases_cover_the_brief():
-    cases = smoke.load_cases(RMSNORM)
+    cases = smoke.load_cases(RMSNORM / smoke.CASES_FILE)
     names = " ".join(c["name"] for c in cases)
     for needle in ("bf16", "fp16", "fp32", "/1x", "x7/", "x2048", "x4096", "x5120", "x8192", "row-strided",
                    "transposed", "misaligned", "0x4096", "eps="):
@@ -186,16 +188,22 @@ def test_rmsnorm_cases_cover_the_brief():
         assert marked, op
 
 
-def test_find_project_by_metadata_name(tmp_path):
-    assert smoke.find_project("rmsnorm", tmp_path, None).resolve() == RMSNORM.resolve()
-    with pytest.raises(SmokeError, match="no workspace kernel named"):
-        smoke.find_project("no-such-kernel", tmp_path, None)
+def test_find_project_by_metadata_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert resolve_for_build(tmp_path, "rmsnorm").root.resolve() == RMSNORM.resolve()
+    assert resolve_for_build(tmp_path, "no-such-kernel") is None
+
+
+def test_smoke_without_a_kernel_names_the_option(rmsnorm_cpu_build):
+    with pytest.raises(SmokeError) as exc:
+        smoke.run_smoke(bundle_of(rmsnorm_cpu_build), None)
+    assert exc.value.code == "kernel-not-found" and "--kernel PATH" in exc.value.hint
 
 
 def test_missing_build_dir_is_a_user_error(tmp_path):
-    with pytest.raises(SmokeError) as exc:
-        smoke.run_smoke(tmp_path / "nope", RMSNORM)
-    assert exc.value.code == "S002"
+    with pytest.raises(CheckError) as exc:
+        bundle_of(tmp_path / "nope")
+    assert exc.value.code == "build-tree-invalid"
 
 
 # --------------------------------------------------------------------------
@@ -215,7 +223,7 @@ def planted_builds() -> dict[str, Path]:
 
 @pytest.mark.slow
 def test_good_cpu_build_passes_smoke(rmsnorm_cpu_build):
-    report = smoke.run_smoke(rmsnorm_cpu_build, RMSNORM)
+    report = smoke.run_smoke(bundle_of(rmsnorm_cpu_build), resolve(RMSNORM))
     assert report.passed, [f"{r.name} {r.check}: {r.message}" for r in report.failures][:10]
     checks = {r.check for r in report.results}
     assert checks == {"values", "opcheck", "compile"}
@@ -224,7 +232,7 @@ def test_good_cpu_build_passes_smoke(rmsnorm_cpu_build):
 
 @pytest.mark.slow
 def test_planted_skip_tail_is_caught(planted_builds):
-    report = smoke.run_smoke(planted_builds["skip-tail"], RMSNORM, op_checks=False)
+    report = smoke.run_smoke(bundle_of(planted_builds["skip-tail"]), resolve(RMSNORM), op_checks=False)
     assert not report.passed
     failed = {r.name for r in report.failures}
     # Hidden sizes that are a multiple of every vector width pass; the others fail.
@@ -234,10 +242,10 @@ def test_planted_skip_tail_is_caught(planted_builds):
 
 @pytest.mark.slow
 def test_planted_ignored_weight_is_caught(planted_builds):
-    report = smoke.run_smoke(planted_builds["ignore-weight"], RMSNORM, op_checks=False)
+    report = smoke.run_smoke(bundle_of(planted_builds["ignore-weight"]), resolve(RMSNORM), op_checks=False)
     assert not report.passed
     failed = {r.name for r in report.failures}
-    cpu_cases, _ = smoke.for_device(smoke.load_cases(RMSNORM), "cpu")
+    cpu_cases, _ = smoke.for_device(smoke.load_cases(RMSNORM / smoke.CASES_FILE), "cpu")
     nonempty = {c["name"] for c in cpu_cases if "/0x" not in c["name"] and "x0x" not in c["name"]}
     assert nonempty <= failed
 

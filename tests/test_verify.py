@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.workspace import resolve
+
 from pipeline.verify import _family, _report, _resolve_cells, verify_publication
 from test_bundle_support import copy_variant_as, host_cpu_variant, make_project, make_variant
 
@@ -50,14 +52,16 @@ def test_promised_cells():
     published = _report("http://h", "o/n", 1, data, "published", None)
     assert published.ok and [c.promised for c in published.cells] == [True, False, False]
     strict = _report("http://h", "o/n", 1, data, "all", None)
-    assert not strict.ok and [p.code for p in strict.problems] == ["V003", "V003"]
+    assert not strict.ok and [p.code for p in strict.problems] == ["cell-unresolved", "cell-unresolved"]
     assert _family("torch213-cxx11-cu130-x86_64-linux") == _family("torch213-cxx11-cu132-x86_64-linux")
 
 
 @pytest.mark.slow
 def test_verify_a_publication_with_several_variants(tmp_path):
     from pipeline.hub import EmbeddedHub
-    from pipeline.publish import PublishRequest, Target, publish
+    from pipeline.publish import PublishRequest, publish
+    from pipeline.target import Target
+    from pipeline.workspace import resolve
 
     project = make_project(tmp_path / "tiny")
     host = make_variant(project / "build")
@@ -65,17 +69,17 @@ def test_verify_a_publication_with_several_variants(tmp_path):
         copy_variant_as(host, project / "build", name, backend="cuda")
     with EmbeddedHub(tmp_path / "hub", port=0, trusted_namespaces=["org"]) as hub:
         target = Target("--endpoint", hub.endpoint, hub.admin_token)
-        publish(PublishRequest(repo_id="org/tiny", project=project, verify=False), target)
+        publish(PublishRequest(repo_id="org/tiny", kernel=resolve(project), verify=False), target)
         cells = [host_cpu_variant(), "torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cu132-x86_64-linux",
                  "torch212-cxx11-cpu-x86_64-linux"]
-        report = verify_publication(hub.endpoint, "org/tiny", 1, project_root=project, cells=cells)
+        report = verify_publication(hub.endpoint, "org/tiny", 1, kernel=resolve(project), cells=cells)
         assert report.ok, report.to_json()
         assert report.load.variant == host_cpu_variant() and report.load.failed == 0 and report.load.cases == 1
         chosen = {c.cell: (c.chosen, c.status) for c in report.cells}
         assert chosen["torch213-cxx11-cu132-x86_64-linux"] == ("torch213-cxx11-cu130-x86_64-linux", "compatible")
         assert chosen["torch212-cxx11-cpu-x86_64-linux"] == (None, "none")
-        strict = verify_publication(hub.endpoint, "org/tiny", 1, project_root=project, cells=cells, require="all",
+        strict = verify_publication(hub.endpoint, "org/tiny", 1, kernel=resolve(project), cells=cells, require="all",
                                     load_only=True)
-        assert [p.code for p in strict.problems] == ["V003"]
-        missing = verify_publication(hub.endpoint, "org/tiny", 9, project_root=project, cells=[])
-        assert [p.code for p in missing.problems] == ["V001"]
+        assert [p.code for p in strict.problems] == ["cell-unresolved"]
+        missing = verify_publication(hub.endpoint, "org/tiny", 9, kernel=resolve(project), cells=[])
+        assert [p.code for p in missing.problems] == ["version-not-published"]

@@ -296,7 +296,7 @@ def test_check_bundle_checks_every_kernel_and_fails_when_one_fails(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     for kernel, _ in projects:
         report = json.loads((tmp_path / "checks" / f"{kernel}.json").read_text())
-        assert report["ok"] is False and "C013" in {p["code"] for p in report["problems"]}
+        assert report["ok"] is False and "build-tree-invalid" in {p["code"] for p in report["problems"]}
         assert report["root"].endswith(f"bundle/{kernel}")
         # Compared with the full matrix: every planned variant is reported missing.
         assert sorted(report["coverage"]["missing"]) == sorted(r["variant"] for r in rows if r["kernel"] == kernel)
@@ -347,6 +347,6 @@ def test_report_renders_a_verify_report_and_a_pipeline_error():
     assert text.startswith("### verify: passed")
     assert "- repo_id: `org/geglu`" in text and "- version: `1`" in text
     assert "| torch212-cxx11-cu126-x86_64-linux |  | True | torch212-...: no build | none |" in text
-    error = PublishError("no token", code="P010", hint="set HF_TOKEN")
+    error = PublishError("no token", code="publish-check-failed", hint="set HF_TOKEN")
     text = report.render("publish", error.to_json())
     assert text.startswith("### publish: FAILED") and "no token" in text and "hint: set HF_TOKEN" in text

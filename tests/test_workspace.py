@@ -63,7 +63,7 @@ def test_unknown_kernel_name_suggests_the_close_one(tmp_path):
     make_kernel(tmp_path, "rmsnorm")
     write(tmp_path, '[workspace]\nkernels = ["kernels-src/*"]\nnamespace = "org"\n' + MATRIX)
     err = error_of_kernel(load_workspace(tmp_path), "rmsnrom")
-    assert err.code == "W010" and "did you mean 'rmsnorm'?" in err.hint
+    assert err.code == "kernel-not-found" and "did you mean 'rmsnorm'?" in err.hint
 
 
 def error_of_kernel(ws, name: str) -> WorkspaceError:
@@ -84,19 +84,19 @@ def test_repository_workspace_file_loads():
 def test_malformed_toml_names_the_line(tmp_path):
     write(tmp_path, '[workspace]\nkernels = ["kernels-src/*"\nnamespace = "org"\n')
     err = error_of(tmp_path)
-    assert err.code == "W002" and err.line == 3
+    assert err.code == "workspace-toml-invalid" and err.line == 3
     assert err.path == str(tmp_path / "build.toml")
 
 
 def test_binary_file_is_a_clear_error(tmp_path):
     (tmp_path / "build.toml").write_bytes(b"\x00\xff\xfe garbage")
-    assert error_of(tmp_path).code == "W002"
+    assert error_of(tmp_path).code == "workspace-toml-invalid"
 
 
 def test_unknown_key_did_you_mean(tmp_path):
     write(tmp_path, '[workspace]\nkernels = []\nnamespce = "org"\n' + MATRIX)
     err = error_of(tmp_path)
-    assert err.code == "W004" and err.line == 3
+    assert err.code == "workspace-key-unknown" and err.line == 3
     assert "did you mean 'namespace'?" in err.hint
 
 
@@ -104,31 +104,31 @@ def test_unknown_matrix_key_did_you_mean(tmp_path):
     write(tmp_path, '[workspace]\nkernels = []\nnamespace = "org"\n' + MATRIX.replace("archs = [\"x86_64\", \"aarch64\"]",
                                                                                  "arch = [\"x86_64\"]"))
     err = error_of(tmp_path)
-    assert err.code == "W004" and "did you mean 'archs'?" in err.hint
+    assert err.code == "workspace-key-unknown" and "did you mean 'archs'?" in err.hint
     assert err.line == toml.key_line((tmp_path / "build.toml").read_text(), "arch", "workspace.matrix")
 
 
 def test_missing_namespace(tmp_path):
     write(tmp_path, '[workspace]\nkernels = []\n' + MATRIX)
     err = error_of(tmp_path)
-    assert err.code == "W009" and "namespace" in err.message
+    assert err.code == "workspace-namespace-invalid" and "namespace" in err.message
 
 
 def test_missing_workspace_table_and_file(tmp_path):
-    assert error_of(tmp_path).code == "W001"
+    assert error_of(tmp_path).code == "workspace-missing"
     write(tmp_path, '[general]\nname = "relu"\n')
     err = error_of(tmp_path)
-    assert err.code == "W001" and "kernel project" in err.hint
+    assert err.code == "workspace-missing" and "kernel project" in err.hint
 
 
 def test_kernel_path_leaving_the_workspace(tmp_path):
     write(tmp_path, '[workspace]\nkernels = ["../elsewhere/*"]\nnamespace = "org"\n' + MATRIX)
-    assert error_of(tmp_path).code == "W007"
+    assert error_of(tmp_path).code == "workspace-path-outside"
 
 
 def test_unknown_backend_in_policy(tmp_path):
     write(tmp_path, '[workspace]\nkernels = []\nnamespace = "org"\n' + MATRIX.replace('"cuda", "cpu"]', '"cuda", "opencl"]'))
-    assert error_of(tmp_path).code == "W006"
+    assert error_of(tmp_path).code == "workspace-backend-unknown"
 
 
 def test_typo_in_ci_subtable_is_reported(tmp_path):

@@ -23,43 +23,18 @@ variant. `import kernels` stays lazy: the local path builds without it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from pipeline.build.events import BuildEvent, Progress
+from pipeline.build.backend import BACKENDS, BackendChoice, choose_backend
+from pipeline.build.local import build_local
+from pipeline.build.nix import build_nix
+from pipeline.build.result import BuildResult, BuiltVariant
+from pipeline.events import Reporter, quiet
 from pipeline.errors import BuildError
-from pipeline.matrix import Variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.project import KernelProject
-
-BACKENDS = ("local", "nix")
-
-
-@dataclass(frozen=True)
-class BuiltVariant:
-    variant: Variant
-    path: Path
-    kernel_id: str
-    cached: bool
-    seconds: float = 0.0
-
-    def to_json(self) -> dict:
-        return {"variant": self.variant.name, "path": str(self.path), "kernel_id": self.kernel_id,
-                "cached": self.cached, "seconds": round(self.seconds, 3)}
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    variants: tuple[BuiltVariant, ...]
-    backend: str = "local"
-    out: Path | None = None
-    skipped: tuple[str, ...] = field(default=())  # entries of a nix result that are not variants
-
-    def to_json(self) -> dict:
-        return {"backend": self.backend, "out": str(self.out) if self.out else None,
-                "variants": [v.to_json() for v in self.variants], "skipped": list(self.skipped)}
 
 
 def build_project(
@@ -68,7 +43,7 @@ def build_project(
     *,
     backend: str = "local",
     variant: str | None = None,
-    progress: Progress | None = None,
+    progress: Reporter | None = None,
     unique_id: str | None = None,
     nix_args: Sequence[str] = (),
 ) -> BuildResult:
@@ -81,18 +56,14 @@ def build_project(
     Nix builds pass the flake revision). `nix_args` go to `nix build` as is
     (e.g. `--override-input kernel-builder path:...`).
     """
-    report: Callable[[BuildEvent], None] = progress or (lambda event: None)
+    report: Reporter = progress or quiet
     out = Path(out)
     if backend == "local":
-        from pipeline.build.local import build_local
-
         return build_local(project, out, variant=variant, progress=report, unique_id=unique_id)
     if backend == "nix":
-        from pipeline.build.nix import build_nix
-
         return build_nix(project, out, variant=variant, progress=report, nix_args=tuple(nix_args))
     raise BuildError(f"unknown build backend {backend!r}", code="build-backend-unknown",
                      hint=f"choose one of: {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "BuildEvent", "BuildResult", "BuiltVariant", "Progress", "build_project"]
+__all__ = ["BACKENDS", "BackendChoice", "BuildResult", "BuiltVariant", "build_project", "choose_backend"]

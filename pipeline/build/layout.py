@@ -18,8 +18,6 @@ What kernels 0.17.2 reads (load.py, resolver.py, importer.py, validate.py):
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import shutil
@@ -27,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
+from pipeline.fsutil import sha256_file_b64
 
 METADATA = "metadata.json"
 # Files a digest never covers (kernels-data digest.rs): the metadata itself and its signature.
@@ -102,12 +101,6 @@ def copy_package(package_dir: Path, files: list[str], dest: Path) -> None:
         shutil.copyfile(package_dir / rel, target)
 
 
-def sha256_b64(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return base64.b64encode(h.digest()).decode()
 
 
 def hash_variant(variant_dir: Path) -> dict[str, Any]:
@@ -135,7 +128,7 @@ def _hash_variant_here(variant_dir: Path) -> dict[str, str]:
             rel = path.relative_to(variant_dir).as_posix()
             if (here == variant_dir and name in UNHASHED_TOP) or name.endswith(".pyc") or not path.is_file():
                 continue
-            files[rel] = sha256_b64(path)
+            files[rel] = sha256_file_b64(path)
     return dict(sorted(files.items()))
 
 

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from pipeline.build import layout
-from pipeline.build.events import BuildEvent
+from pipeline.build.result import BuildResult, BuiltVariant
+from pipeline.events import Event
 from pipeline.errors import BuildError, MatrixError, Problem
 from pipeline.fsutil import staged_dir
 from pipeline.matrix import Variant
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pipeline.build import BuildResult
     from pipeline.project import KernelProject
 
 # nix-command and flakes are still experimental features in most Nix releases.
@@ -49,7 +49,7 @@ def nix_build_command(project_root: Path, variant: str | None, out_link: Path, e
             "--out-link", str(out_link), *extra]
 
 
-def run_nix(cmd: list[str], progress: Callable[[BuildEvent], None], cwd: Path) -> None:
+def run_nix(cmd: list[str], progress: Callable[[Event], None], cwd: Path) -> None:
     """Run nix build, streaming its log as events; the last lines go into the error."""
     tail: collections.deque[str] = collections.deque(maxlen=40)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -58,7 +58,7 @@ def run_nix(cmd: list[str], progress: Callable[[BuildEvent], None], cwd: Path) -
     for line in proc.stdout:
         line = line.rstrip("\n")
         tail.append(line)
-        progress(BuildEvent("log", line))
+        progress(Event("log", line))
     code = proc.wait()
     if code != 0:
         errors = [ln for ln in tail if "error" in ln.lower()] or list(tail)[-15:]
@@ -101,8 +101,7 @@ def copy_variant(source: Path, final: Path) -> None:
 
 
 def build_nix(project: "KernelProject", out: Path, *, variant: str | None,
-              progress: Callable[[BuildEvent], None], nix_args: Sequence[str] = ()) -> "BuildResult":
-    from pipeline.build import BuildResult, BuiltVariant
+              progress: Callable[[Event], None], nix_args: Sequence[str] = ()) -> BuildResult:
 
     started = time.monotonic()
     if variant is not None:
@@ -117,7 +116,7 @@ def build_nix(project: "KernelProject", out: Path, *, variant: str | None,
     with tempfile.TemporaryDirectory(prefix="pipeline-nix-") as tmp:
         link = Path(tmp) / "result"
         cmd = nix_build_command(project.root.resolve(), variant, link, nix_args)
-        progress(BuildEvent("step", f"{project.name}: nix build .#{flake_attribute(variant)}"))
+        progress(Event("step", f"{project.name}: nix build .#{flake_attribute(variant)}"))
         run_nix(cmd, progress, cwd=project.root)
         result = link.resolve()
         found, skipped = _variants_in(result)
@@ -130,7 +129,7 @@ def build_nix(project: "KernelProject", out: Path, *, variant: str | None,
         built = []
         for name, parsed in found:
             final = Path(out) / name
-            progress(BuildEvent("step", f"copying {name} to {final}"))
+            progress(Event("step", f"copying {name} to {final}"))
             copy_variant(result / name, final)
             kernel_id = layout.read_metadata(final).get("id", "")
             built.append(BuiltVariant(parsed, final, kernel_id, False, time.monotonic() - started))

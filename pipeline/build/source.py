@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from pipeline.fsutil import git_blob_sha1_bytes
+
 # Never part of a project's sources: build output, VCS data, caches.
 SKIP_DIRS = {".git", "build", "result", "__pycache__", ".pytest_cache", ".venv", "node_modules",
              ".mypy_cache", ".ruff_cache"}
@@ -52,7 +54,7 @@ def _git_mode(path: Path) -> bytes:
 
 def _blob_sha(path: Path) -> bytes:
     data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).digest()
+    return bytes.fromhex(git_blob_sha1_bytes(data))
 
 
 def content_tree_hash(root: Path, files: Iterable[str]) -> str:

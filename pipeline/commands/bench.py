@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
 
 from pipeline.bench import markdown_table, plot, run_bench
+from pipeline.bundle import check_bundle, find_build_dir
+from pipeline.workspace import resolve, resolve_for_build
 from pipeline.fsutil import atomic_write_text
 
 HELP = "benchmark the host's variant against PyTorch and copy bandwidth"
@@ -35,15 +38,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args, output) -> int:
-    import json
-
     # Recorded in the JSON so the figures say how they were made.
     argv = sys.argv[1:]
     command = ("python -m pipeline " + " ".join(shlex.quote(a) for a in argv[argv.index("bench"):])
                if "bench" in argv else "")
-    with output.progress("bench", echo=True) as progress:
-        report = run_bench(args.build_dir, args.kernel, reps=args.reps, warmup=args.warmup, only=args.only,
-                           progress=progress, command=command)
+    bundle = check_bundle(find_build_dir(args.build_dir)).bundle
+    kernel = resolve(args.kernel) if args.kernel else resolve_for_build(bundle.root, bundle.name)
+    with output.reporter() as events:
+        report = run_bench(bundle, kernel, reps=args.reps, warmup=args.warmup, only=args.only,
+                           report=events, command=command)
     data = report.to_json()
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.table import Table
 
 from pipeline.console import Output
-from pipeline.matrix import load_table, matrix_for_path, matrix_rows
+from pipeline.matrix import load_table, matrix_rows
+from pipeline.workspace import resolve_all
 
 HELP = "list the variants a kernel project must be built for"
 DESCRIPTION = """\
@@ -34,7 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, output: Output) -> int:
-    entries = matrix_for_path(args.path, ci=args.ci)
+    kernels = resolve_all(args.path)
+    for kernel in kernels:
+        kernel.require_variants(ci=args.ci)  # a project nothing can be built for is an error, not an empty table
+    entries = [entry for kernel in kernels for entry in kernel.entries(ci=args.ci)]
     document = matrix_rows(entries, group=args.group)
     if output.json_mode:
         output.emit_json(document)

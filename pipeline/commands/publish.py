@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.errors import PublishError, VerifyError
+from pipeline.commands._render import print_verify
+from pipeline.errors import VerifyError
+from pipeline.publish import PublishRequest, publish
+from pipeline.target import resolve_target, split_repo_id
+from pipeline.workspace import resolve_for_repo
 
 HELP = "validate, build, check, smoke, upload to the Hub, verify"
 DESCRIPTION = """\
@@ -49,77 +53,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the publication as JSON on stdout")
 
 
-class _Events:
-    """Prints the stages on stderr; a rich progress bar for uploads."""
-
-    def __init__(self, output) -> None:
-        self.output = output
-
-    def step(self, name: str, text: str) -> None:
-        self.output.info(f"{name:>8}  {text}")
-
-    def upload_progress(self):
-        return _RichUpload(self.output.err)
-
-
-class _RichUpload:
-    def __init__(self, console) -> None:
-        self.console = console
-        self.progress = None
-        self.task = None
-
-    def start(self, total_bytes: int, description: str) -> None:
-        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                                   TransferSpeedColumn)
-
-        self.progress = Progress(TextColumn("  upload  {task.description}"), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeRemainingColumn(), console=self.console)
-        self.progress.start()
-        self.task = self.progress.add_task(description, total=max(total_bytes, 1))
-
-    def advance(self, nbytes: int) -> None:
-        if self.progress is not None:
-            self.progress.advance(self.task, nbytes)
-
-    def stop(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.progress = None
-
-
-def _project_for(name: str, kernel: Path | None, build_dir: Path | None) -> tuple[Path | None, str | None]:
-    """(kernel project, default namespace) for a publish of NAME."""
-    from pipeline.workspace import find_workspace, load_workspace
-
-    ws_root = find_workspace(kernel or Path.cwd())
-    namespace = None
-    workspace = None
-    if ws_root is not None:
-        workspace = load_workspace(ws_root)
-        namespace = workspace.namespace
-    if kernel is not None:
-        return kernel, namespace
-    if workspace is not None and name in workspace.kernel_names:
-        return workspace.kernel(name), namespace
-    if build_dir is not None:
-        return None, namespace
-    if workspace is not None:
-        workspace.kernel(name)  # raises with "did you mean" and the known kernels
-    raise PublishError(f"no kernel project for {name!r}", code="P002",
-                       hint="run inside the kernel-pipeline repository, or pass --kernel PATH (or --build-dir PATH)")
-
-
 def run(args, output) -> int:
-    from pipeline.publish import PublishRequest, publish, resolve_target, split_repo_id
-
     name = args.repo.rsplit("/", 1)[-1]
-    project, namespace = _project_for(name, args.kernel, args.build_dir)
-    repo_id, _ = split_repo_id(args.repo, namespace)
+    source = resolve_for_repo(name, args.kernel, build_dir=args.build_dir)
+    repo_id, _ = split_repo_id(args.repo, source.namespace)
     target = resolve_target(args.endpoint)
     output.info(f"  target  {target.describe()}")
-    request = PublishRequest(repo_id=repo_id, project=project, build_dir=args.build_dir, version=args.version,
+    request = PublishRequest(repo_id=repo_id, kernel=source.kernel, build_dir=args.build_dir, version=args.version,
                              dry_run=args.dry_run, force=args.force, rebuild=args.rebuild, verify=not args.no_verify)
-    publication = publish(request, target, events=_Events(output))
+    with output.reporter() as report:
+        publication = publish(request, target, report=report)
     verify = publication.verify
     if output.json_mode:
         output.emit_json(publication.to_json())
@@ -135,8 +78,6 @@ def run(args, output) -> int:
 
 
 def _print(pub, output) -> None:
-    from pipeline.commands.verify import print_report
-
     where = pub.target.describe()
     if pub.dry_run:
         output.result(f"dry run: {pub.repo_id} v{pub.version} at {where}; nothing was changed. It would:")
@@ -156,7 +97,7 @@ def _print(pub, output) -> None:
         for reason in pub.forced:
             output.result(f"    {reason}")
     if pub.verify is not None:
-        print_report(pub.verify, output)
+        print_verify(pub.verify, output)
     if pub.target.embedded:
         root, port = pub.target.hub_root, pub.target.hub_port
         output.result("")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.bundle import check_bundle, find_build_dir
+from pipeline.errors import SmokeError
 from pipeline.smoke import DEFAULT_SEEDS, TOLERANCE, run_smoke
+from pipeline.workspace import resolve, resolve_for_build
 
 HELP = "correctness of the host's variant against a float64 reference"
 DESCRIPTION = f"""\
@@ -32,22 +35,31 @@ def add_arguments(parser) -> None:
 
 
 def run(args, output) -> int:
-    with output.progress("smoke") as progress:
-        report = run_smoke(args.build_dir, args.kernel, seeds=tuple(range(args.seeds)), progress=progress,
+    if args.seeds < 1:
+        raise SmokeError(f"--seeds {args.seeds}: at least one seed is needed", code="usage",
+                         hint="e.g. --seeds 3 (the default)")
+    bundle = check_bundle(find_build_dir(args.build_dir)).bundle
+    kernel = resolve(args.kernel) if args.kernel else resolve_for_build(bundle.root, bundle.name)
+    with output.reporter() as report:
+        result = run_smoke(bundle, kernel, seeds=tuple(range(args.seeds)), report=report,
                            op_checks=not args.no_op_checks)
     if output.json_mode:
-        output.emit_json(report.to_json())
+        output.emit_json(result.to_json())
     else:
-        output.result(f"{report.kernel} {report.variant} on {report.device} ({report.project})")
-        for r in report.failures:
-            seed = "" if r.seed is None else f" seed {r.seed}"
-            output.result(f"FAIL {r.check:8s} {r.name}{seed}: {r.message}")
-        values = [r for r in report.results if r.check == "values" and r.error is not None and r.bound]
-        if values:
-            worst = max(values, key=lambda r: r.error / r.bound)
-            output.result(f"worst error/bound: {worst.error:.3g} / {worst.bound:g} ({worst.name})")
-        n = len(report.results)
-        if report.left_out:
-            output.info(f"{len(report.left_out)} case(s) are declared for other device types and were not run here")
-        output.result(f"{'PASS' if report.passed else 'FAIL'}: {n - len(report.failures)}/{n} checks passed")
-    return 0 if report.passed else 7
+        _print(result, output)
+    return 0 if result.passed else SmokeError.exit_code
+
+
+def _print(report, output) -> None:
+    output.result(f"{report.kernel} {report.variant} on {report.device} ({report.project})")
+    for r in report.failures:
+        seed = "" if r.seed is None else f" seed {r.seed}"
+        output.result(f"FAIL {r.check:8s} {r.name}{seed}: {r.message}")
+    values = [r for r in report.results if r.check == "values" and r.error is not None and r.bound]
+    if values:
+        worst = max(values, key=lambda r: r.error / r.bound)
+        output.result(f"worst error/bound: {worst.error:.3g} / {worst.bound:g} ({worst.name})")
+    n = len(report.results)
+    if report.left_out:
+        output.info(f"{len(report.left_out)} case(s) are declared for other device types and were not run here")
+    output.result(f"{'PASS' if report.passed else 'FAIL'}: {n - len(report.failures)}/{n} checks passed")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pipeline.console import Output
 from pipeline.project import ValidationReport, validate, validate_workspace
+from pipeline.workspace_file import is_workspace_file
 
 HELP = "check a kernel project's layout and build.toml"
 DESCRIPTION = """\
@@ -45,7 +46,7 @@ def _summary(report: ValidationReport) -> str:
 
 def run(args: argparse.Namespace, output: Output) -> int:
     kernels: tuple[ValidationReport, ...] = ()
-    if _is_workspace(args.path):
+    if is_workspace_file(args.path):
         kernels = validate_workspace(args.path)  # a bad workspace file raises WorkspaceError: cli prints it
         report = ValidationReport(None, tuple(p for r in kernels for p in r.problems), str(args.path))
     else:
@@ -67,13 +68,3 @@ def run(args: argparse.Namespace, output: Output) -> int:
     else:
         output.result(_summary(report))
     return 0 if report.ok else 1
-
-
-def _is_workspace(path: Path) -> bool:
-    from pipeline import toml
-
-    candidate = path / "build.toml" if path.is_dir() else path
-    try:
-        return "workspace" in toml.loads(toml.read_text(candidate))
-    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError):
-        return False

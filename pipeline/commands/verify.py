@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.errors import PipelineError, VerifyError
+from pipeline.commands._render import print_verify
+from pipeline.errors import VerifyError
+from pipeline.target import resolve_target, split_repo_id, started_target
+from pipeline.verify import verify_publication
+from pipeline.workspace import resolve_for_repo
 
 HELP = "load a published kernel with get_kernel and check it"
 DESCRIPTION = """\
@@ -40,48 +44,20 @@ def add_arguments(parser) -> None:
 
 
 def run(args, output) -> int:
-    from pipeline.commands.publish import _project_for
-    from pipeline.publish import resolve_target, split_repo_id, started_target
-    from pipeline.verify import verify_publication
-
     name = args.repo.rsplit("/", 1)[-1]
-    try:
-        project, namespace = _project_for(name, args.kernel, None)
-    except PipelineError:  # verifying needs no project: without one there are no cases and no matrix
-        project, namespace = None, None
-    repo_id, _ = split_repo_id(args.repo, namespace)
+    # Verifying needs no project: without one there are no cases and no matrix.
+    source = resolve_for_repo(name, args.kernel, required=False)
+    repo_id, _ = split_repo_id(args.repo, source.namespace)
     target = resolve_target(args.endpoint)
     output.info(f"  target  {target.describe()}")
-    with started_target(target) as live:
-        report = verify_publication(live.endpoint, repo_id, args.version, project_root=project,
-                                    token=live.token, require=args.require, load_only=args.load_only)
+    with started_target(target) as live, output.reporter() as report:
+        report_ = verify_publication(live.endpoint, repo_id, args.version, kernel=source.kernel,
+                                     token=live.token, require=args.require, load_only=args.load_only,
+                                     report=report)
     if output.json_mode:
-        output.emit_json(report.to_json())
+        output.emit_json(report_.to_json())
     else:
-        print_report(report, output)
-        for problem in report.problems:
+        print_verify(report_, output)
+        for problem in report_.problems:
             output.problem(problem.format())
-    return 0 if report.ok else VerifyError.exit_code
-
-
-def print_report(report, output) -> None:
-    load = report.load
-    output.result(f"verify: {report.repo_id} v{report.version} at {report.endpoint} "
-                  f"(revision {str(report.revision)[:12]}): published variants: {', '.join(report.published) or 'none'}")
-    if load is not None:
-        status = "ok" if load.ok else "FAILED"
-        output.result(f"  get_kernel on this host: {status}: variant {load.variant or '-'}, id {load.kernel_id or '-'}; "
-                      f"{load.message}")
-        for failure in load.failures:
-            output.result(f"    {failure}")
-    if report.cells:
-        output.result(f"  which published variant kernels picks for a system of each matrix cell "
-                      f"(require: {report.require}):")
-        width = max(len(c.cell) for c in report.cells)
-        for cell in report.cells:
-            if cell.chosen:
-                status = f"-> {cell.chosen}" + ("" if cell.status == "exact" else " (compatible)")
-            else:
-                status = "-> nothing: MISSING (promised)" if cell.promised else "-> nothing (not published)"
-            output.result(f"    {cell.cell.ljust(width)}  {status}")
-    output.result(f"verify: {'ok' if report.ok else 'FAILED'}")
+    return 0 if report_.ok else VerifyError.exit_code

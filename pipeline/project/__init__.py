@@ -49,6 +49,7 @@ from pipeline.project.package import check_package
 from pipeline.project.rules import Rule, Sink, load_rules
 from pipeline.project.schema import open_build, project_from, schema_problem, table_line
 from pipeline.project.sources import C_LIKE, check_headers, check_registration, check_src, read_source, Tree
+from pipeline.workspace_file import load_workspace
 
 __all__ = [
     "KernelProject", "KernelSpec", "TorchExt", "ValidationReport", "Rule",
@@ -145,8 +146,6 @@ def _validate_workspace(root: Path, shown: str) -> ValidationReport:
 
 def validate_workspace(root: Path) -> tuple[ValidationReport, ...]:
     """One report per kernel the workspace file lists (raises WorkspaceError for a bad workspace file)."""
-    from pipeline.workspace import load_workspace
-
     ws = load_workspace(Path(root))
     reports = []
     for kernel_path in ws.kernel_paths:

@@ -1,0 +1,239 @@
+"""The local backend's plan: which variant, which sources with which flags,
+and the kernel id, decided before anything is compiled."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.build import layout, source, toolchain
+from pipeline.errors import BuildError, MatrixError
+from pipeline.matrix import TorchInfo, Variant, cpu_variant_of, default_cuda_capabilities, host_variant, version_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.project import KernelProject, KernelSpec
+
+CXX_SOURCES = (".cpp", ".cc", ".cxx", ".c")
+CUDA_SOURCES = (".cu",)
+LOCAL_BACKENDS = ("cpu", "cuda")
+# Dependencies the running torch (and CUDA toolkit) provide; the others
+# (cutlass, sycl-tla, metal-cpp) come from Nix.
+LOCAL_DEPENDS = {"torch"}
+
+
+# ------------------------------------------------------------ the variant ----
+
+def choose_variant(project: "KernelProject", info: TorchInfo, requested: str | None) -> Variant:
+    """The variant to build: `requested`, or the host's (its CPU variant when
+    the project has no backend for the host's torch). One sentence per refusal."""
+    host = host_variant(info)
+    buildable = [v for v in (host, cpu_variant_of(host)) if v.backend in LOCAL_BACKENDS]
+    if requested is None:
+        for candidate in buildable:
+            if candidate.backend in project.backends:
+                return candidate
+        raise BuildError(
+            f"{project.name} has no backend this machine can build: its backends are "
+            f"{', '.join(project.backends)} and torch {info.version} can build "
+            f"{' and '.join(v.backend for v in buildable) or 'none of them'} here",
+            code="variant-unbuildable",
+            hint="install a CUDA build of torch to build CUDA variants, or use --backend nix")
+    target = _parse_requested(requested, buildable)
+    if target.system != host.system:
+        raise BuildError(f"{target.name} is for {target.system}; this machine is {host.system}",
+                         code="variant-unbuildable", hint="build it on such a machine, or use --backend nix")
+    if target.backend not in LOCAL_BACKENDS:
+        raise BuildError(f"the local backend builds cpu and cuda variants only, not {target.name}",
+                         code="variant-unbuildable", hint="use --backend nix")
+    if target.torch != host.torch:
+        raise BuildError(f"{target.name} needs torch {target.torch}; this interpreter has torch {info.version}",
+                         code="variant-unbuildable", hint=f"run the build with an interpreter that has torch {target.torch}")
+    if target.backend == "cuda" and not info.cuda:
+        raise BuildError(f"torch {info.version} is not a CUDA build, so it cannot build {target.name}",
+                         code="torch-not-cuda", hint="install a CUDA build of torch (e.g. pip install torch --index-url .../cu130)")
+    if target.backend == "cuda" and target.backend_version != host.backend_version:
+        raise BuildError(f"{target.name} needs CUDA {target.backend_version}; torch {info.version} "
+                         f"was built with CUDA {info.cuda}", code="variant-unbuildable",
+                         hint=f"use a torch built for CUDA {target.backend_version}")
+    if target.backend not in project.backends:
+        raise BuildError(f"{project.name} has no {target.backend} backend (build.toml backends: "
+                         f"{', '.join(project.backends)})", code="variant-unbuildable",
+                         hint=f"add \"{target.backend}\" to [general] backends, with a [kernel.*] for it")
+    return target
+
+
+def _parse_requested(name: str, buildable: list[Variant]) -> Variant:
+    try:
+        return Variant.parse(name)
+    except MatrixError as exc:
+        if exc.code == "kernels-missing":  # kernels is not installed here: accept only what we can name
+            for candidate in buildable:
+                if candidate.name == name:
+                    return candidate
+            raise BuildError(f"cannot build {name!r} here (this machine builds "
+                             f"{', '.join(v.name for v in buildable)})", code="variant-unknown") from None
+        raise BuildError(f"unknown variant name {name!r}: {exc.message}", code="variant-unknown",
+                         hint="variant names look like torch213-cxx11-cu130-x86_64-linux; "
+                              "`python -m pipeline matrix PATH` lists a project's") from None
+
+
+# ---------------------------------------------------------------- the plan ----
+
+@dataclass(frozen=True)
+class Unit:
+    source: str  # relative to the project root
+    language: str  # "cxx" | "cuda"
+    kernel: str  # "torch" for the binding sources
+    includes: tuple[str, ...]  # relative to the project root
+    flags: tuple[str, ...]  # the kernel's cxx-flags or cuda-flags
+    archs: tuple[str, ...]  # CUDA capabilities (cuda units)
+
+
+@dataclass(frozen=True)
+class Plan:
+    variant: Variant
+    kernel_id: str
+    state: source.SourceState
+    units: tuple[Unit, ...]
+    archs: tuple[str, ...]  # every capability built (metadata backend.archs)
+    compile_inputs: tuple[str, ...]
+    package_files: tuple[str, ...]
+    tools: dict[str, str]
+    warnings: tuple[str, ...]
+
+
+def _cuda_archs(spec: "KernelSpec", nvcc: str, cuda_version: str) -> tuple[tuple[str, ...], list[str]]:
+    """The capabilities to build `spec` for, and warnings about dropped ones."""
+    if spec.cuda_capabilities:
+        wanted, origin = list(spec.cuda_capabilities), f"kernel {spec.name}'s cuda-capabilities"
+    elif os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        wanted = [a for a in re.split(r"[;\s]+", os.environ["TORCH_CUDA_ARCH_LIST"]) if a]
+        origin = "TORCH_CUDA_ARCH_LIST"
+    elif toolchain.visible_gpu_capabilities():
+        wanted, origin = list(toolchain.visible_gpu_capabilities()), "the visible GPU"
+    else:
+        wanted = list(default_cuda_capabilities(cuda_version))
+        origin = f"the default list for CUDA {cuda_version} (variants.toml)"
+    supported = toolchain.nvcc_archs(nvcc)
+    kept, dropped = [], []
+    for arch in wanted:
+        base = arch.replace("+PTX", "").rstrip("af")
+        try:
+            major, minor = base.split(".")
+            number = int(major) * 10 + int(minor)
+        except ValueError:
+            raise BuildError(f"kernel {spec.name}: {arch!r} is not a CUDA capability", code="cuda-capability",
+                             hint='write capabilities as "9.0", "9.0a", "10.0f" or "12.0+PTX"') from None
+        (kept if not supported or number in supported else dropped).append(arch)
+    warnings = [f"kernel {spec.name}: nvcc {cuda_version} cannot build {', '.join(dropped)} (from {origin}); skipped"] \
+        if dropped else []
+    if not kept:
+        raise BuildError(f"kernel {spec.name}: nvcc {cuda_version} can build none of {', '.join(wanted)} (from {origin})",
+                         code="cuda-capability", hint="list capabilities this CUDA version supports (nvcc --list-gpu-arch)")
+    return tuple(kept), warnings
+
+
+def _files_under(root: Path, rel_dirs: tuple[str, ...]) -> list[str]:
+    found: list[str] = []
+    for rel in rel_dirs:
+        base = root / rel
+        if base.is_dir():
+            for path in sorted(base.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    found.append(path.relative_to(root).as_posix())
+    return found
+
+
+def _tools(variant: Variant, info: TorchInfo) -> tuple[dict[str, str], str | None, str | None, list[str]]:
+    """The compilers: (tools for provenance, nvcc, its CUDA version, warnings)."""
+    tools = {"python": toolchain.python_version(), "torch": info.version}
+    cxx = toolchain.find_cxx()
+    tools["cxx"] = toolchain.compiler_version(cxx) or cxx
+    tools["cxx-path"] = cxx
+    nvcc = cuda_version = None
+    warnings: list[str] = []
+    if variant.backend == "cuda":
+        nvcc = toolchain.find_nvcc()
+        full = toolchain.nvcc_version(nvcc)
+        cuda_version = ".".join(full.split(".")[:2])
+        tools["nvcc"] = full
+        tools["nvcc-path"] = nvcc
+        if version_key(cuda_version)[:1] != version_key(info.cuda or "")[:1]:
+            raise BuildError(f"nvcc {cuda_version} cannot build for torch {info.version} (CUDA {info.cuda}): "
+                             "the CUDA major versions differ", code="nvcc-mismatch",
+                             hint=f"point CUDA_HOME at a CUDA {info.cuda} toolkit")
+        if cuda_version != variant.backend_version:
+            warnings.append(f"nvcc is CUDA {cuda_version}, torch was built with CUDA {variant.backend_version}")
+    return tools, nvcc, cuda_version, warnings
+
+
+def _binding_units(project: "KernelProject", variant: Variant) -> list[Unit]:
+    ext = project.torch_ext
+    units = []
+    for src in ext.src:
+        suffix = Path(src).suffix
+        if suffix in CXX_SOURCES or (suffix in CUDA_SOURCES and variant.backend == "cuda"):
+            units.append(Unit(src, "cuda" if suffix in CUDA_SOURCES else "cxx", "torch", tuple(ext.include), (), ()))
+    return units
+
+
+def _kernel_units(spec: "KernelSpec", variant: Variant, nvcc: str | None, cuda_version: str | None,
+                  warnings: list[str]) -> tuple[list[Unit], tuple[str, ...]]:
+    """One kernel's compile units and the capabilities they build."""
+    unknown = [d for d in spec.depends if d not in LOCAL_DEPENDS]
+    if unknown:
+        raise BuildError(f"kernel {spec.name} depends on {', '.join(unknown)}, which the local backend "
+                         "cannot provide", code="depends-unsupported", hint="use --backend nix")
+    archs: tuple[str, ...] = ()
+    if variant.backend == "cuda" and any(Path(s).suffix in CUDA_SOURCES for s in spec.src):
+        archs, dropped = _cuda_archs(spec, nvcc, cuda_version)
+        warnings.extend(dropped)
+    units = []
+    for src in spec.src:
+        suffix = Path(src).suffix
+        if suffix in CUDA_SOURCES and variant.backend == "cuda":
+            units.append(Unit(src, "cuda", spec.name, tuple(spec.include), tuple(spec.cuda_flags), archs))
+        elif suffix in CXX_SOURCES:
+            units.append(Unit(src, "cxx", spec.name, tuple(spec.include), tuple(spec.cxx_flags), ()))
+        elif suffix in (".mm", ".metal", ".hip", ".cl"):
+            raise BuildError(f"kernel {spec.name}: the local backend cannot compile {src}",
+                             code="framework-unsupported", hint="use --backend nix")
+    return units, archs
+
+
+def make_plan(project: "KernelProject", variant: Variant, out: Path, info: TorchInfo,
+              unique_id: str | None) -> Plan:
+    root = project.root
+    if project.framework != "torch" or project.torch_ext is None:
+        raise BuildError(f"{project.name} is a {project.framework} project; the local backend builds compiled "
+                         "torch extensions only", code="framework-unsupported", hint="use --backend nix")
+    tools, nvcc, cuda_version, warnings = _tools(variant, info)
+    units = _binding_units(project, variant)
+    all_archs: list[str] = []
+    kernels = [k for k in project.kernels if k.backend == variant.backend]
+    for spec in kernels:
+        if spec.cuda_minver and cuda_version and version_key(cuda_version) < version_key(spec.cuda_minver):
+            warnings.append(f"kernel {spec.name} needs CUDA >= {spec.cuda_minver}; skipped")
+            continue
+        kernel_units, archs = _kernel_units(spec, variant, nvcc, cuda_version, warnings)
+        units.extend(kernel_units)
+        all_archs.extend(archs)
+    if not kernels:
+        warnings.append(f"{project.name} has no [kernel.*] for {variant.backend}: only the binding is compiled")
+    ext = project.torch_ext
+    declared = ["build.toml", *ext.src, *(s for k in kernels for s in k.src)]
+    include_dirs = tuple(sorted({*ext.include, *(i for k in kernels for i in k.include)}))
+    compile_inputs = sorted({*declared, *_files_under(root, include_dirs)})
+    package_dir = project.package_dir
+    if not (package_dir / "__init__.py").is_file():
+        raise BuildError(f"{package_dir.relative_to(root)}/__init__.py is missing", code="package-missing",
+                         path=str(package_dir), hint="the Python package lives in torch-ext/<python_name>/")
+    package_files = layout.package_files(package_dir, tuple(ext.pyext))
+    state = source.source_state(root, source.project_files(root, exclude=[out]))
+    kid = source.kernel_id(project.python_name, variant.backend, unique_id or state.unique_id)
+    return Plan(variant=variant, kernel_id=kid, state=state, units=tuple(units), archs=tuple(all_archs),
+                compile_inputs=tuple(compile_inputs), package_files=tuple(package_files), tools=tools,
+                warnings=tuple(warnings))

@@ -1,0 +1,92 @@
+"""The publish gate: a bundle is uploaded only when check and smoke pass
+(or `--force` says otherwise, which the card records)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from pipeline.bundle import Bundle, CheckReport, check_bundle
+from pipeline.bundle_source import BundleSource, host_choice
+from pipeline.errors import PipelineError, PublishError
+from pipeline.events import Event, Reporter, quiet, staged
+from pipeline.smoke import SmokeReport, run_smoke
+from pipeline.workspace import Kernel
+
+
+@dataclass(frozen=True)
+class GateResult:
+    check: CheckReport
+    smoke: SmokeReport | None
+    checks: tuple[str, ...]  # what passed, as the card lists it
+    forced: tuple[str, ...]  # what failed and was published anyway (--force)
+
+    @property
+    def bundle(self) -> Bundle:
+        return self.check.bundle
+
+
+def smoke_summary(report: SmokeReport) -> str:
+    failed = len(report.failures)
+    return (f"{'passed' if report.passed else 'FAILED'} on {report.variant} "
+            f"({len(report.results)} check(s), {failed} failed)")
+
+
+def _check(source: BundleSource, kernel: Kernel | None, force: bool, report: Reporter) -> tuple[CheckReport, list, list]:
+    result = check_bundle(source.path, expected=kernel.expected() if kernel is not None else None)
+    checks, forced = [], []
+    if result.errors:
+        if not force:
+            raise PublishError(
+                f"check found {len(result.errors)} problem(s) in {source.path}; nothing was uploaded",
+                code="publish-check-failed", path=str(source.path), problems=result.problems,
+                hint="fix them and rebuild (or publish anyway with --force, which the kernel card records)")
+        forced.extend(f"check: {p.format().splitlines()[0]}" for p in result.errors)
+    else:
+        checks.append(f"check passed for {len(result.bundle.variants)} variant(s)")
+    if result.expected is not None:
+        missing = list(result.missing)
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        report(Event("step", f"{len(result.covered)}/{len(result.expected)} matrix cells in the bundle"
+                     + (f"; missing: {shown}" if missing else ""), stage="check"))
+    report(Event("step", f"{len(result.bundle.variants)} variant(s), {len(result.errors)} error(s)"
+                 + (" (--force)" if result.errors else ""), stage="check"))
+    return result, checks, forced
+
+
+def _smoke(bundle: Bundle, kernel: Kernel | None, report: Reporter) -> tuple[SmokeReport | None, bool, str]:
+    # Importing a variant in place writes __pycache__ into the build tree,
+    # which check would then call stray: keep the tree as the build left it.
+    old = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        result = run_smoke(bundle, kernel, report=staged(report, "smoke"))
+    except PipelineError as exc:
+        return None, False, f"FAILED: {exc.message}"
+    finally:
+        sys.dont_write_bytecode = old
+    return result, result.passed, smoke_summary(result)
+
+
+def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False, smoke: bool = True,
+             dry_run: bool = False, report: Reporter = quiet) -> GateResult:
+    checked, checks, forced = _check(source, kernel, force, report)
+    host = host_choice(source.path)
+    smoke_report = None
+    if host is None:
+        report(Event("step", "skipped: this host can run none of the bundle's variants", stage="smoke"))
+    elif dry_run:
+        report(Event("step", "skipped (--dry-run)", stage="smoke"))
+    elif smoke:
+        report(Event("step", f"running the correctness cases on {host}", stage="smoke"))
+        smoke_report, passed, summary = _smoke(checked.bundle, kernel, report)
+        report(Event("step", summary, stage="smoke"))
+        if passed:
+            checks.append(f"smoke {summary}")
+        elif not force:
+            raise PublishError(f"smoke test failed on {host}; nothing was uploaded", code="publish-smoke-failed",
+                               hint="run `python -m pipeline smoke` for details, fix the kernel, rebuild "
+                                    "(or publish anyway with --force, which the card records)")
+        else:
+            forced.append(f"smoke {summary}")
+    return GateResult(check=checked, smoke=smoke_report, checks=tuple(checks), forced=tuple(forced))

@@ -1,0 +1,1 @@
+"""Uploading a bundle: `plan` diffs it against the Hub, `commit` makes the commits."""
