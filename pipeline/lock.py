@@ -29,7 +29,7 @@ from typing import Any
 from pipeline import toml
 from pipeline.errors import BuildError, Problem
 from pipeline.fsutil import atomic_write_text
-from pipeline.workspace import load_workspace
+from pipeline.workspace import find_workspace, load_workspace
 
 LOCK_FILE = "flake.lock"
 INPUT = "kernel-builder"
@@ -39,18 +39,37 @@ _HINT = "run `python -m pipeline lock` and commit every kernels-src/*/flake.lock
 
 @dataclass(frozen=True)
 class Pin:
-    """The kernel-builder revision a lock file pins."""
+    """The kernel-builder input a lock file pins: its `locked` attributes."""
 
     path: Path
-    owner: str
-    repo: str
-    rev: str
-    nar_hash: str
-    line: int | None
+    locked: dict[str, Any]
+    line: int | None  # of its rev (or narHash), for path:line problems
+
+    @property
+    def rev(self) -> str:
+        return str(self.locked.get("rev", ""))
+
+    @property
+    def owner(self) -> str:
+        return str(self.locked.get("owner", ""))
+
+    @property
+    def repo(self) -> str:
+        return str(self.locked.get("repo", ""))
+
+    @property
+    def nar_hash(self) -> str:
+        return str(self.locked.get("narHash", ""))
 
     @property
     def short(self) -> str:
-        return self.rev[:7]
+        return self.rev[:7] if self.rev else self.nar_hash[:19]
+
+    @property
+    def source(self) -> str:
+        if self.locked.get("type") == "github":
+            return f"{self.owner}/{self.repo}"
+        return str(self.locked.get("path") or self.locked.get("url") or self.locked.get("type", "?"))
 
 
 @dataclass(frozen=True)
@@ -141,10 +160,9 @@ def read_pin(path: Path, text: str, lock: dict[str, Any]) -> Pin:
     if not isinstance(locked, dict):
         raise BuildError(f"{path.name} locks no `{INPUT}` input", code="lock-malformed", path=str(path),
                          hint=_HINT)
-    rev = str(locked.get("rev", ""))
-    return Pin(path=path, owner=str(locked.get("owner", "")), repo=str(locked.get("repo", "")), rev=rev,
-               nar_hash=str(locked.get("narHash", "")),
-               line=_line_of(text, f'"rev": "{rev}"', after=f'"{target}": {{'))
+    field = "rev" if "rev" in locked else "narHash"
+    return Pin(path=path, locked=dict(locked),
+               line=_line_of(text, f'"{field}": "{locked.get(field, "")}"', after=f'"{target}": {{'))
 
 
 def load_lock(path: Path) -> tuple[str, dict[str, Any]]:
@@ -164,14 +182,16 @@ def load_lock(path: Path) -> tuple[str, dict[str, Any]]:
 
 
 def root_pin(root: Path) -> tuple[Pin, dict[str, Any]]:
-    """The workspace's kernel-builder pin; refused unless it is a full GitHub revision with a NAR hash."""
+    """The workspace's kernel-builder pin; refused without a NAR hash (a GitHub input also needs its
+    full revision). Other input types appear only in tests and local overrides (a path: stand-in)."""
     path = root / LOCK_FILE
     if not path.is_file():
         raise BuildError("the workspace has no flake.lock", code="lock-root-missing", path=str(path),
                          hint="lock the workspace flake once: `nix flake lock` (needs GitHub), then commit it")
     text, data = load_lock(path)
     pin = read_pin(path, text, data)
-    if not (re.fullmatch(r"[0-9a-f]{40}", pin.rev) and pin.nar_hash.startswith("sha256-")):
+    github = pin.locked.get("type") == "github"
+    if not pin.nar_hash.startswith("sha256-") or (github and not re.fullmatch(r"[0-9a-f]{40}", pin.rev)):
         raise BuildError(f"the root flake.lock does not pin `{INPUT}` to a revision with a NAR hash",
                          code="lock-unpinned", path=str(path), line=pin.line,
                          hint="`nix flake lock --update-input kernel-builder` writes rev and narHash")
@@ -179,8 +199,11 @@ def root_pin(root: Path) -> tuple[Pin, dict[str, Any]]:
 
 
 def original_url(node: dict[str, Any]) -> str | None:
-    """The flake reference an input's `original` stands for (github only, the form flake.nix uses)."""
+    """The flake reference an input's `original` stands for, as flake.nix writes it (github and path
+    inputs; None for other types, whose URL forms are not compared)."""
     original = node.get("original") or {}
+    if original.get("type") == "path" and set(original) == {"type", "path"}:
+        return f"path:{original['path']}"
     if original.get("type") != "github":
         return None
     suffix = original.get("ref") or original.get("rev")
@@ -231,9 +254,9 @@ def _check_kernel(kernel: Path, root: Path, root_pin_: Pin, expected: str, url: 
         pin = read_pin(path, text, data)
     except BuildError as exc:
         return problems + [Problem(rel, exc.line, exc.code, exc.message, hint=exc.hint)]
-    if pin.rev != root_pin_.rev:
+    if (pin.rev, pin.nar_hash) != (root_pin_.rev, root_pin_.nar_hash):
         problems.append(Problem(rel, pin.line, "lock-mismatch",
-                                f"pins kernel-builder {pin.short or '(no rev)'} but the root flake.lock pins "
+                                f"pins kernel-builder {pin.short or '(nothing)'} but the root flake.lock pins "
                                 f"{root_pin_.short}", hint=_HINT))
     elif text != expected:
         problems.append(Problem(rel, _first_difference(text, expected), "lock-differs",
@@ -259,6 +282,11 @@ def check_variants_table(pin: Pin, table: Path = VARIANTS_TABLE) -> list[Problem
     source = toml.loads(text).get("source", {})
     read_at = str(source.get("read-at", ""))
     where = str(table.relative_to(table.parents[2])) if len(table.parents) > 2 else str(table)
+    repository = str(source.get("repository", "")).rstrip("/")
+    if pin.locked.get("type") != "github":
+        return [Problem(where, toml.key_line(text, "repository", "source"), "variants-pin-differs",
+                        f"the variant table was read from {repository} but flake.lock pins a "
+                        f"{pin.locked.get('type')} input ({pin.source})")]
     problems = []
     if read_at != pin.rev:
         problems.append(Problem(where, toml.key_line(text, "read-at", "source"), "variants-pin-differs",
@@ -266,7 +294,6 @@ def check_variants_table(pin: Pin, table: Path = VARIANTS_TABLE) -> list[Problem
                                 f"kernel-builder {pin.short}: the matrix would list variants the builder may "
                                 "not have", hint="refresh [source] and the lists from nix-builder/"
                                 "build-variants.json at the pinned revision (see the file's header)"))
-    repository = str(source.get("repository", "")).rstrip("/")
     if repository != f"https://github.com/{pin.owner}/{pin.repo}":
         problems.append(Problem(where, toml.key_line(text, "repository", "source"), "variants-pin-differs",
                                 f"the variant table comes from {repository!r}, not the pinned "
@@ -298,7 +325,7 @@ def write_locks(root: Path) -> list[LockWrite]:
     kernels = [Path(k).resolve() for k in load_workspace(root).kernel_paths]
     for kernel in kernels:
         flake_url, line = flake_input_url(kernel / "flake.nix")
-        if flake_url is None or flake_url != url:
+        if url is not None and flake_url != url:
             raise BuildError(f"inputs.{INPUT}.url is {flake_url!r}, not the {url!r} the root flake.lock locks",
                              code="flake-input-differs", path=str(kernel / "flake.nix"), line=line,
                              hint=f'write `{INPUT}.url = "{url}";` (one kernel-builder for the workspace)')
@@ -311,3 +338,28 @@ def write_locks(root: Path) -> list[LockWrite]:
         writes.append(LockWrite(path, "unchanged" if current == expected else
                                 "created" if current is None else "updated"))
     return writes
+
+
+def check_kernel_lock(kernel: Path) -> list[Problem]:
+    """What a nix build of one kernel must refuse: its lock missing, malformed, untracked, or (in a
+    workspace that lists it) not exactly the lock derived from the workspace's pin."""
+    kernel = Path(kernel).resolve()
+    ws_root = find_workspace(kernel)
+    if ws_root is not None and kernel in {Path(k).resolve() for k in load_workspace(ws_root).kernel_paths}:
+        try:
+            pin, root_lock = root_pin(ws_root)
+            expected = dump_lock(derive_kernel_lock(root_lock, ws_root / LOCK_FILE))
+        except BuildError as exc:
+            return [Problem(exc.path or LOCK_FILE, exc.line, exc.code, exc.message, hint=exc.hint)]
+        return _check_kernel(kernel, ws_root, pin, expected, pinned_url(root_lock))
+    path = kernel / LOCK_FILE
+    try:
+        text, data = load_lock(path)
+        read_pin(path, text, data)
+    except BuildError as exc:
+        hint = "lock it once (`nix flake lock`, needs the inputs) and commit flake.lock"
+        return [Problem(str(path), exc.line, exc.code, exc.message, hint=hint)]
+    if _git_tracks(path) is False:
+        return [Problem(str(path), None, "lock-untracked", "git does not track this lock: a flake cannot see "
+                        "it, so nix would write another and dirty the tree", hint=f"git add {path.name}")]
+    return []

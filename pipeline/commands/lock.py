@@ -38,8 +38,7 @@ def run(args: argparse.Namespace, output: Output) -> int:
     problems = check_locks(root)
     pin, _ = root_pin(root)
     if output.json_mode:
-        output.emit_json({"ok": not problems, "kernel_builder": {"owner": pin.owner, "repo": pin.repo,
-                                                                 "rev": pin.rev, "narHash": pin.nar_hash},
+        output.emit_json({"ok": not problems, "kernel_builder": pin.locked,
                           "written": [{"path": str(w.path), "action": w.action} for w in writes],
                           "problems": [p.to_json() for p in problems]})
         return 1 if problems else 0
@@ -48,5 +47,5 @@ def run(args: argparse.Namespace, output: Output) -> int:
     for problem in problems:
         output.problem(problem.format())
     state = f"{len(problems)} problem(s)" if problems else "every kernel lock agrees"
-    output.result(f"kernel-builder {pin.owner}/{pin.repo} {pin.short}: {state}")
+    output.result(f"kernel-builder {pin.source} {pin.short}: {state}")
     return 1 if problems else 0
