@@ -293,3 +293,44 @@ def test_a_lock_nix_would_still_change_fails_with_nix_own_message(workspace, tmp
     assert "lock-stale: the flake.lock is stale: flake 'git+file://" in refused.stderr
     assert "requires lock file changes but they're not allowed due to '--no-update-lock-file'" in refused.stderr
     assert _git(clone, "status", "--porcelain") == ""
+
+
+# ------------------------------------------------------------------ every variant kind
+
+
+MIXED = ["torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cu132-x86_64-linux",
+         "torch212-cxx11-cu130-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux", "torch213-cxx11-cpu-aarch64-linux",
+         "torch213-metal-aarch64-darwin", "torch-stable-abi210-cu130-x86_64-linux",
+         "torch-stable-abi210-cu132-x86_64-linux", "torch-stable-abi214-cu130-x86_64-linux",
+         "tvm-ffi01-cu130-x86_64-linux", "tvm-ffi01-cu132-x86_64-linux", "tvm-ffi01-rocm71-x86_64-linux",
+         "torch-cuda", "torch-cpu", "torch-xpu"]
+
+
+def _select(workspace: Path, policy: str, names: list[str]) -> subprocess.CompletedProcess:
+    quoted = " ".join(json.dumps(n) for n in names)
+    return _try(["nix", "eval", "--impure", "--json", ".#lib.selectVariants", "--apply",
+                 f"f: f {policy} [ {quoted} ]"], workspace)
+
+
+def test_the_flake_selects_every_variant_kind_kernel_builder_writes(workspace):
+    policy = '{ torch = [ "2.13" ]; cuda = [ "13" ]; archs = [ "x86_64" ]; backends = [ "cuda" "cpu" ]; }'
+    done = _select(workspace, policy, MIXED)
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)) == sorted([
+        "torch213-cxx11-cu130-x86_64-linux",  # torch 2.13, lowest minor of CUDA 13, x86_64
+        "torch213-cxx11-cpu-x86_64-linux",
+        "torch-stable-abi210-cu130-x86_64-linux",  # ABI 2.10 serves torch 2.13; ABI 2.14 does not
+        "tvm-ffi01-cu130-x86_64-linux",  # no torch version to filter; CUDA and arch do
+        "torch-cuda", "torch-cpu",  # noarch: backend only
+    ])
+    exact = _select(workspace, '{ torch = [ "2.12" ]; cuda = [ "13.2" ]; archs = [ "x86_64" "aarch64" ]; '
+                               'backends = [ "cuda" "metal" "xpu" ]; }', MIXED)
+    assert sorted(json.loads(exact.stdout)) == ["torch-cuda", "torch-stable-abi210-cu132-x86_64-linux", "torch-xpu",
+                                                 "tvm-ffi01-cu132-x86_64-linux"]  # no torch 2.12 build of 13.2
+
+
+def test_an_unknown_variant_kind_stops_the_evaluation(workspace):
+    done = _select(workspace, '{ torch = [ ]; cuda = [ ]; archs = [ ]; backends = [ ]; }',
+                   ["torch213-cxx11-cpu-x86_64-linux", "jax07-cu130-x86_64-linux"])
+    assert done.returncode != 0
+    assert "kernel-builder produced the variant `jax07-cu130-x86_64-linux`, which is none of the kinds" in done.stderr
