@@ -26,7 +26,6 @@
         concatMap
         elemAt
         filter
-        foldl'
         fromTOML
         head
         listToAttrs
@@ -74,51 +73,99 @@
 
       systems = if kernels == [ ] then [ ] else attrNames (head kernels).outputs.packages;
 
-      # Variant names as kernel-builder writes them: torch213-cxx11-cu130-x86_64-linux,
-      # torch213-metal-aarch64-darwin.
+      # Every kind of variant name kernel-builder writes (nix-builder/lib/variants/):
+      #   torch213-cxx11-cu130-x86_64-linux, torch213-metal-aarch64-darwin   torch, arch
+      #   torch-stable-abi210-cu130-x86_64-linux                             torch stable ABI
+      #   tvm-ffi01-cu130-x86_64-linux                                       tvm-ffi
+      #   torch-cuda, torch-cpu                                              noarch
+      # Any other name stops the evaluation: no variant is dropped unseen.
+      withCompute =
+        name: kind: version: token: digits: arch: os:
+        let
+          n = stringLength digits;
+        in
+        {
+          inherit name kind version arch os;
+          backend = if token == "cu" then "cuda" else token;
+          cudaMajor = substring 0 (n - 1) digits;
+          cuda = "${substring 0 (n - 1) digits}.${substring (n - 1) 1 digits}";
+          cudaMinor = substring (n - 1) 1 digits;
+        };
       parseVariant =
         name:
         let
-          m = match "torch([0-9])([0-9]+)(-cxx11)?-([a-z]+)([0-9]*)-([a-z0-9_]+)-([a-z]+)" name;
-          token = elemAt m 3;
-          digits = elemAt m 4;
-          n = stringLength digits;
+          compute = "([a-z]+)([0-9]*)-([a-z0-9_]+)-([a-z]+)";
+          torchArch = match "torch([0-9])([0-9]+)(-cxx11)?-${compute}" name;
+          stableAbi = match "torch-stable-abi([0-9])([0-9]+)-${compute}" name;
+          tvmFfi = match "tvm-ffi([0-9]+)-${compute}" name;
+          noarch = match "torch-([a-z]+)" name;
+          at = elemAt;
         in
-        if m == null then
-          null
-        else
+        if torchArch != null then
+          withCompute name "torch" "${at torchArch 0}.${at torchArch 1}" (at torchArch 3) (at torchArch 4)
+            (at torchArch 5)
+            (at torchArch 6)
+        else if stableAbi != null then
+          withCompute name "torch-stable-abi" "${at stableAbi 0}.${at stableAbi 1}" (at stableAbi 2)
+            (at stableAbi 3)
+            (at stableAbi 4)
+            (at stableAbi 5)
+        else if tvmFfi != null then
+          withCompute name "tvm-ffi" (at tvmFfi 0) (at tvmFfi 1) (at tvmFfi 2) (at tvmFfi 3) (at tvmFfi 4)
+        else if noarch != null then
           {
             inherit name;
-            torch = "${elemAt m 0}.${elemAt m 1}";
-            backend = if token == "cu" then "cuda" else token;
-            cudaMajor = substring 0 (n - 1) digits;
-            cuda = "${substring 0 (n - 1) digits}.${substring (n - 1) 1 digits}";
-            cudaMinor = substring (n - 1) 1 digits;
-            arch = elemAt m 5;
-            os = elemAt m 6;
-          };
+            kind = "noarch";
+            backend = at noarch 0;
+          }
+        else
+          throw "kernel-pipeline flake.nix: kernel-builder produced the variant `${name}`, which is none of the kinds this flake selects (torchXY-..., torch-stable-abiXY-..., tvm-ffiXY-..., torch-<backend>): extend parseVariant in flake.nix";
 
       elem = x: xs: builtins.elem x xs;
 
       # The policy filter of pipeline/matrix.py (compute_matrix): torch, archs,
       # backends, and CUDA versions given exactly ("13.0") or by major ("13":
-      # the lowest minor available for that torch/arch/os).
+      # the lowest minor available for that framework/arch/os). What the name
+      # of a kind does not carry does not filter it: a stable-ABI variant
+      # serves every torch from its ABI version on, so it is kept when the
+      # policy names such a torch; tvm-ffi and noarch variants carry no torch
+      # version, noarch ones no arch or CUDA version either.
+      torchSelected =
+        pol: v:
+        if v.kind == "torch" then
+          elem v.version pol.torch
+        else if v.kind == "torch-stable-abi" then
+          builtins.any (t: builtins.compareVersions t v.version >= 0) pol.torch
+        else
+          true;
       selectVariants =
         pol: names:
         let
-          parsed = filter (v: v != null) (map parseVariant names);
+          # Forced up front: lazily, a name no filter looks at would never be parsed.
+          parsed =
+            let
+              all = map parseVariant names;
+            in
+            builtins.seq (builtins.all (v: v ? kind) all) all;
           base = filter (
-            v: elem v.torch pol.torch && elem v.arch pol.archs && elem v.backend pol.backends
+            v: elem v.backend pol.backends && (v.kind == "noarch" || elem v.arch pol.archs) && torchSelected pol v
           ) parsed;
-          nonCuda = filter (v: v.backend != "cuda") base;
-          cuda = filter (v: v.backend == "cuda") base;
+          isCuda = v: v.backend == "cuda" && v.kind != "noarch";
+          nonCuda = filter (v: !(isCuda v)) base;
+          cuda = filter isCuda base;
           exact = filter (v: elem v.cuda pol.cuda) cuda;
           lowestOfMajor =
             v:
             elem v.cudaMajor pol.cuda
             && builtins.all (
               w:
-              !(w.torch == v.torch && w.arch == v.arch && w.os == v.os && w.cudaMajor == v.cudaMajor)
+              !(
+                w.kind == v.kind
+                && w.version == v.version
+                && w.arch == v.arch
+                && w.os == v.os
+                && w.cudaMajor == v.cudaMajor
+              )
               || builtins.fromJSON w.cudaMinor >= builtins.fromJSON v.cudaMinor
             ) cuda;
           byMajor = filter (v: lowestOfMajor v && !(elem v exact)) cuda;
@@ -195,7 +242,10 @@
     {
       packages = collect "packages";
       devShells = collect "devShells";
-      # For tools: the kernel directories this flake builds.
-      lib.kernelDirs = kernelDirs;
+      # For tools and tests: the kernel directories this flake builds, and
+      # the variant selection (`selectVariants policy names`).
+      lib = {
+        inherit kernelDirs parseVariant selectVariants;
+      };
     };
 }

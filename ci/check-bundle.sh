@@ -23,17 +23,22 @@ case "$3" in
   *) echo "ci/check-bundle.sh: mode must be pr or release, not '$3'" >&2; exit 2 ;;
 esac
 
-status=0
-found=0
-while IFS=$'\t' read -r kernel path; do
-  found=1
-  python "$(dirname "$0")/report.py" --save "checks/${kernel}.json" check "${bundle}/${kernel}" --project "$path" ${flags[@]+"${flags[@]}"} || status=1
-done < <(python -c '
+# The kernels and their projects, read first: a Python failure here stops the
+# script (set -e) instead of vanishing inside a process substitution.
+pairs=$(python -c '
 import json, sys
 rows = json.load(open(sys.argv[1], encoding="utf-8"))["include"]
 for kernel, path in sorted({(r["kernel"], r["path"]) for r in rows}):
     print(f"{kernel}\t{path}")
 ' "$variants")
+
+status=0
+found=0
+while IFS=$'\t' read -r kernel path; do
+  [ -n "$kernel" ] || continue
+  found=1
+  python "$(dirname "$0")/report.py" --save "checks/${kernel}.json" check "${bundle}/${kernel}" --project "$path" ${flags[@]+"${flags[@]}"} || status=1
+done <<< "$pairs"
 if [ "$found" -eq 0 ]; then
   echo "ci/check-bundle.sh: the matrix in $variants has no kernels" >&2
   exit 1

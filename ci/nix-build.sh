@@ -10,6 +10,9 @@
 # `pipeline check` reads. The variants share the toolchain, so after the first
 # one Nix only compiles. Extra `nix build` arguments can be given in
 # NIX_BUILD_OPTIONS (space-separated, e.g. "--impure" or an --override-input).
+# The pipeline's nix backend refuses a dirty git tree and a kernel flake.lock
+# that is missing or not the workspace's pin, and runs nix with
+# --no-update-lock-file: a CI build never locks anything itself.
 set -euo pipefail
 
 if [ "$#" -ne 4 ]; then

@@ -18,7 +18,7 @@ Outputs (appended to $GITHUB_OUTPUT, or printed when that is unset):
   verify      {"include": [...]}: per kernel, where `pipeline verify` loads it
   has_verify  "true" when that has rows
   kernels     JSON list of the kernel names
-  paths       JSON object: kernel name -> its project directory
+  publish     {"include": [{"kernel", "path"}, ...]}: the publish job's matrix
 Environment: GPU_RUNNER_LABEL (empty: no GPU runner), GPU_RUNNER_ARCH
 (default x86_64), GPU_RUNNER_CUDA (the CUDA version of the variant the GPU
 runner loads; default: the lowest minor of the newest major), FORK_PR ("true"
@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         "verify": _compact({"include": verify}),
         "has_verify": "true" if verify else "false",
         "kernels": _compact(kernels),
-        "paths": _compact({row["kernel"]: row["path"] for row in rows}),
+        "publish": _compact({"include": [{"kernel": k, "path": p}
+                                         for k, p in sorted({(r["kernel"], r["path"]) for r in rows})]}),
     })
     summary = summary_markdown(args.mode, jobs["include"], len(rows), smoke, notice, verify, unverifiable)
     if os.environ.get("GITHUB_STEP_SUMMARY"):

@@ -15,9 +15,11 @@ published=$1
 kernel_dir=$2
 report=$3
 
-read -r repo version < <(python -c '
+# Read first, so that a missing or malformed report fails here (set -e), not as an empty repository later.
+fields=$(python -c '
 import json, sys
 doc = json.load(open(sys.argv[1], encoding="utf-8"))
 print(doc["repo_id"], doc["version"])
 ' "$published")
+read -r repo version <<< "$fields"
 python "$(dirname "$0")/report.py" --save "$report" verify "$repo" --version "$version" --kernel "$kernel_dir"

@@ -18,11 +18,11 @@ def load_results(results_json) -> dict:
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="B008") from None
+            raise BenchError(f"cannot read benchmark results: {exc}", path=str(path), code="bench-results-unreadable") from None
     missing = [k for k in ("device", "torch", "variant", "method", "copy_bandwidth_gbs", "results") if k not in data]
     if missing or not isinstance(data.get("results"), list):
         raise BenchError(f"not a `pipeline bench` results file (missing {', '.join(missing) or 'results'})",
-                         path=str(path) if path else None, code="B009")
+                         path=str(path) if path else None, code="bench-results-invalid")
     return data
 
 

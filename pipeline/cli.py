@@ -29,6 +29,7 @@ class Verb:
 VERBS: tuple[Verb, ...] = (
     Verb("validate", "pipeline.commands.validate", "check a kernel project's layout and build.toml"),
     Verb("matrix", "pipeline.commands.matrix", "list the variants a kernel project must be built for"),
+    Verb("lock", "pipeline.commands.lock", "pin every kernel flake to the root flake.lock's kernel-builder"),
     Verb("build", "pipeline.commands.build", "build variants (local: the host's; nix: the matrix)"),
     Verb("check", "pipeline.commands.check", "check a build/ tree: metadata, digests, ABI, coverage"),
     Verb("smoke", "pipeline.commands.smoke", "correctness of the host's variant against a float64 reference"),

@@ -175,3 +175,162 @@ def test_pipeline_build_nix_copies_and_checks(workspace, tmp_path):
     _run([sys.executable, "-m", "pipeline", "build", str(project), "--backend", "nix", "--out", str(single),
           "--variant", HOST_CPU.name, "--nix-option=--impure"], REPO)
     assert [p.name for p in single.iterdir()] == [HOST_CPU.name]
+
+
+# ------------------------------------------------------------------ one pin, never dirty
+
+
+def _try(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, errors="replace", timeout=900)
+
+
+def _pipeline_build(project: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return _try([sys.executable, "-m", "pipeline", "build", str(project), "--backend", "nix", "--out", str(out),
+                 "--nix-option=--impure", *extra], REPO)
+
+
+def _clone(workspace: Path, tmp_path: Path) -> Path:
+    clone = tmp_path / "clone"
+    _run(["git", "clone", "-q", str(workspace), str(clone)], tmp_path)
+    return clone
+
+
+def test_the_kernel_lock_nix_writes_is_the_lock_pipeline_lock_derives(workspace):
+    """Both locks of the fixture workspace were written by `nix flake lock`: the kernel's is, byte for
+    byte, what pipeline/lock.py derives from the root's (so `pipeline lock` writes what nix would)."""
+    from pipeline import lock
+
+    _, root_lock = lock.load_lock(workspace / "flake.lock")
+    derived = lock.dump_lock(lock.derive_kernel_lock(root_lock, workspace / "flake.lock"))
+    assert (workspace / "kernels-src" / "tiny-add" / "flake.lock").read_text() == derived
+    assert lock.check_kernel_lock(workspace / "kernels-src" / "tiny-add") == []
+
+
+def test_committed_kernel_locks_need_no_change_under_no_update_lock_file(tmp_path):
+    """This repository's kernel locks, in a throw-away git copy: nix reads each as current, offline."""
+    for kernel in sorted((REPO / "kernels-src").glob("*/flake.lock")):
+        copy = tmp_path / kernel.parent.name
+        shutil.copytree(kernel.parent, copy, ignore=shutil.ignore_patterns("build", "result", "__pycache__"))
+        _git(copy, "init", "-q")
+        _git(copy, "add", "-A")
+        _git(copy, "commit", "-qm", "kernel")
+        done = _run(["nix", "flake", "metadata", "--json", "--no-update-lock-file", "."], copy)
+        locked = json.loads(done.stdout)["locks"]["nodes"]["kernel-builder"]["locked"]
+        assert locked["rev"] == json.loads((REPO / "flake.lock").read_text())["nodes"]["kernel-builder"]["locked"]["rev"]
+        assert _git(copy, "status", "--porcelain") == ""
+
+
+def test_plain_nix_writes_a_lock_into_the_tree_and_pipeline_build_refuses_that_tree(workspace, tmp_path):
+    """The failure being prevented, reproduced: a kernel without a committed lock, built with plain
+    nix, gets a new flake.lock marked `git add -N`, so the tree is dirty; `pipeline build` then refuses."""
+    clone = _clone(workspace, tmp_path)
+    _git(clone, "rm", "-q", "kernels-src/tiny-add/flake.lock")
+    flake = clone / "kernels-src" / "tiny-add" / "flake.nix"
+    flake.write_text(flake.read_text().replace('"github:huggingface/kernels"', f'"path:{STANDIN}"'))
+    _git(clone, "commit", "-qam", "kernel without its lock")
+    _try(["nix", "eval", "--impure", "--json", f"./kernels-src/tiny-add#packages.{SYSTEM}.variants"], clone)
+    assert _git(clone, "status", "--porcelain") == "A kernels-src/tiny-add/flake.lock"  # intent to add
+    out = tmp_path / "out"
+    refused = _pipeline_build(clone / "kernels-src" / "tiny-add", out)
+    assert refused.returncode == 5, refused.stderr
+    assert "tree-dirty: refusing to build from a dirty git tree: 1 tracked path(s) have uncommitted changes " \
+           "(kernels-src/tiny-add/flake.lock)" in refused.stderr
+    assert "kernels-src/tiny-add/flake.lock: tree-dirty: git status ' A'" in refused.stderr
+    assert not out.exists()
+
+
+def test_pipeline_build_refuses_an_edited_tracked_file(workspace, tmp_path):
+    clone = _clone(workspace, tmp_path)
+    toml_path = clone / "build.toml"
+    toml_path.write_text(toml_path.read_text() + "# edited, not committed\n")
+    refused = _pipeline_build(clone / "kernels-src" / "tiny-add", tmp_path / "out",
+                              "--override-input", "kernel-builder", f"path:{STANDIN}")
+    assert refused.returncode == 5 and "build.toml: tree-dirty: git status ' M'" in refused.stderr
+    assert "(build.toml)" in refused.stderr and not (tmp_path / "out").exists()
+
+
+def test_pipeline_build_refuses_a_missing_or_disagreeing_lock_before_nix_runs(workspace, tmp_path):
+    clone = _clone(workspace, tmp_path)
+    project = clone / "kernels-src" / "tiny-add"
+    _git(clone, "rm", "-q", "kernels-src/tiny-add/flake.lock")
+    _git(clone, "commit", "-qm", "no kernel lock")
+    refused = _pipeline_build(project, tmp_path / "out", "--override-input", "kernel-builder", f"path:{STANDIN}")
+    assert refused.returncode == 5
+    assert "kernels-src/tiny-add/flake.lock: lock-missing: a nix build would create or change " \
+           "kernels-src/tiny-add/flake.lock: flake.lock does not exist" in refused.stderr
+    assert "python -m pipeline lock" in refused.stderr
+    assert _git(clone, "status", "--porcelain") == "" and not (project / "flake.lock").exists()
+    lock_text = (workspace / "kernels-src" / "tiny-add" / "flake.lock").read_text()
+    data = json.loads(lock_text)
+    data["nodes"]["kernel-builder"]["locked"]["narHash"] = "sha256-" + "A" * 43 + "="
+    (project / "flake.lock").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    _git(clone, "add", "kernels-src/tiny-add/flake.lock")
+    _git(clone, "commit", "-qm", "a lock of another kernel-builder")
+    refused = _pipeline_build(project, tmp_path / "out", "--override-input", "kernel-builder", f"path:{STANDIN}")
+    assert refused.returncode == 5 and ": lock-mismatch: a nix build would create or change" in refused.stderr
+
+
+def test_a_lock_nix_would_still_change_fails_with_nix_own_message(workspace, tmp_path):
+    """Pins agree, but the kernel flake gained an input its lock lacks: nix refuses under
+    --no-update-lock-file (no override, so nix really locks) and the lock is not written."""
+    clone = _clone(workspace, tmp_path)
+    for flake in (clone / "flake.nix", clone / "kernels-src" / "tiny-add" / "flake.nix"):
+        flake.write_text(flake.read_text().replace('"github:huggingface/kernels"', f'"path:{STANDIN}"'))
+    _run(["nix", "flake", "lock"], clone)
+    written = _try([sys.executable, "-m", "pipeline", "lock", str(clone)], REPO)
+    assert "kernels-src/tiny-add/flake.lock: updated" in written.stdout, written.stderr
+    # the only problem left: the variant table belongs to the real kernel-builder, not to the stand-in
+    assert "variants-pin-differs" in written.stderr and "lock-" not in written.stderr
+    _git(clone, "commit", "-qam", "kernel-builder as a path input, locked")
+    from pipeline import lock
+
+    assert lock.check_kernel_lock(clone / "kernels-src" / "tiny-add") == []
+    flake = clone / "kernels-src" / "tiny-add" / "flake.nix"
+    flake.write_text(flake.read_text().replace("inputs = {", f'inputs = {{\n    extra.url = "path:{STANDIN}/nixpkgs-lite";'))
+    _git(clone, "commit", "-qam", "a new input, not locked")
+    refused = _pipeline_build(clone / "kernels-src" / "tiny-add", tmp_path / "out")
+    assert refused.returncode == 5, refused.stderr
+    assert "lock-stale: the flake.lock is stale: flake 'git+file://" in refused.stderr
+    assert "requires lock file changes but they're not allowed due to '--no-update-lock-file'" in refused.stderr
+    assert _git(clone, "status", "--porcelain") == ""
+
+
+# ------------------------------------------------------------------ every variant kind
+
+
+MIXED = ["torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-cu132-x86_64-linux",
+         "torch212-cxx11-cu130-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux", "torch213-cxx11-cpu-aarch64-linux",
+         "torch213-metal-aarch64-darwin", "torch-stable-abi210-cu130-x86_64-linux",
+         "torch-stable-abi210-cu132-x86_64-linux", "torch-stable-abi214-cu130-x86_64-linux",
+         "tvm-ffi01-cu130-x86_64-linux", "tvm-ffi01-cu132-x86_64-linux", "tvm-ffi01-rocm71-x86_64-linux",
+         "torch-cuda", "torch-cpu", "torch-xpu"]
+
+
+def _select(workspace: Path, policy: str, names: list[str]) -> subprocess.CompletedProcess:
+    quoted = " ".join(json.dumps(n) for n in names)
+    return _try(["nix", "eval", "--impure", "--json", ".#lib.selectVariants", "--apply",
+                 f"f: f {policy} [ {quoted} ]"], workspace)
+
+
+def test_the_flake_selects_every_variant_kind_kernel_builder_writes(workspace):
+    policy = '{ torch = [ "2.13" ]; cuda = [ "13" ]; archs = [ "x86_64" ]; backends = [ "cuda" "cpu" ]; }'
+    done = _select(workspace, policy, MIXED)
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)) == sorted([
+        "torch213-cxx11-cu130-x86_64-linux",  # torch 2.13, lowest minor of CUDA 13, x86_64
+        "torch213-cxx11-cpu-x86_64-linux",
+        "torch-stable-abi210-cu130-x86_64-linux",  # ABI 2.10 serves torch 2.13; ABI 2.14 does not
+        "tvm-ffi01-cu130-x86_64-linux",  # no torch version to filter; CUDA and arch do
+        "torch-cuda", "torch-cpu",  # noarch: backend only
+    ])
+    exact = _select(workspace, '{ torch = [ "2.12" ]; cuda = [ "13.2" ]; archs = [ "x86_64" "aarch64" ]; '
+                               'backends = [ "cuda" "metal" "xpu" ]; }', MIXED)
+    assert sorted(json.loads(exact.stdout)) == ["torch-cuda", "torch-stable-abi210-cu132-x86_64-linux", "torch-xpu",
+                                                 "tvm-ffi01-cu132-x86_64-linux"]  # no torch 2.12 build of 13.2
+
+
+def test_an_unknown_variant_kind_stops_the_evaluation(workspace):
+    done = _select(workspace, '{ torch = [ ]; cuda = [ ]; archs = [ ]; backends = [ ]; }',
+                   ["torch213-cxx11-cpu-x86_64-linux", "jax07-cu130-x86_64-linux"])
+    assert done.returncode != 0
+    assert "kernel-builder produced the variant `jax07-cu130-x86_64-linux`, which is none of the kinds" in done.stderr

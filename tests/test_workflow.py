@@ -80,11 +80,64 @@ def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version():
 
 
 def test_permissions_are_read_only_and_every_job_has_a_timeout():
+    """One job may write one thing: the sign job asks GitHub for an OIDC token (id-token: write)."""
     workflow = load()
     assert workflow["permissions"] == {"contents": "read"}
     for name, job in workflow["jobs"].items():
         assert "timeout-minutes" in job, name
-        assert "write" not in json.dumps(job.get("permissions", {})), name
+        permissions = dict(job.get("permissions", {}))
+        if name == "sign":
+            assert permissions.pop("id-token") == "write"
+        assert "write" not in json.dumps(permissions), name
+
+
+def test_no_pull_request_job_can_reach_a_secret_or_push_the_cache():
+    jobs = load()["jobs"]
+    cachix = next(s for s in jobs["build"]["steps"] if s.get("uses", "").startswith("cachix/cachix-action@"))
+    assert cachix["with"]["authToken"] == \
+        "${{ github.event_name != 'pull_request' && secrets.CACHIX_AUTH_TOKEN || '' }}"
+    assert cachix["with"]["skipPush"].startswith("${{ github.event_name == 'pull_request' || ")
+    assert jobs["build"]["environment"] == "${{ github.event_name != 'pull_request' && 'kernel-cache' || '' }}"
+    for name, job in jobs.items():
+        text = json.dumps(job)
+        if "secrets." in text:
+            assert "environment" in job, f"{name} reads a secret outside an environment"
+    # HF_TOKEN's jobs run only after a release's sign job: never for a pull request
+    assert "needs.plan.outputs.mode == 'release'" in jobs["sign"]["if"]
+    assert "needs.sign.result == 'success'" in jobs["publish"]["if"] and "publish" in jobs["verify"]["needs"]
+    assert jobs["verify"]["environment"] == jobs["publish"]["environment"] == "kernel-hub"
+
+
+def test_release_signs_the_checked_bundle_before_publishing_it():
+    jobs = load()["jobs"]
+    sign = jobs["sign"]
+    assert {"gather", "smoke"} <= set(sign["needs"]) and "sign" in jobs["publish"]["needs"]
+    assert "needs.sign.result == 'success'" in jobs["publish"]["if"]
+    runs = [s.get("run", "") for s in sign["steps"]]
+    assert any("python ci/sign.py bundle" in r for r in runs)
+    downloads = [s["with"]["name"] for s in jobs["publish"]["steps"] if "download-artifact" in s.get("uses", "")]
+    assert downloads == ["signed-bundle"]
+    assert "secrets." not in json.dumps(sign) and "environment" not in sign
+
+
+def test_every_artifact_download_is_by_name_or_merged():
+    """download-artifact v8 extracts a lone pattern match flat: a pattern needs merge-multiple."""
+    for name, job in load()["jobs"].items():
+        for step in job.get("steps", []):
+            if "actions/download-artifact@" in step.get("uses", ""):
+                given = step["with"]
+                assert "name" in given or given.get("merge-multiple") is True, (name, given)
+
+
+def test_build_timeouts_leave_room_for_a_cold_binary_cache():
+    jobs = load()["jobs"]
+    assert jobs["build"]["timeout-minutes"] == 360  # a GitHub-hosted job's ceiling
+    assert jobs["smoke"]["timeout-minutes"] >= 60
+
+
+def test_the_plan_job_checks_the_kernel_builder_pin_offline():
+    runs = [s.get("run", "") for s in load()["jobs"]["plan"]["steps"]]
+    assert any(r.endswith("python -m pipeline lock --check") for r in runs)
 
 
 def test_concurrency_cancels_superseded_pull_requests_but_never_a_publish():
@@ -221,6 +274,16 @@ def test_actionlint_reports_a_broken_copy_of_the_workflow(tmp_path):
     assert "no_such_output" in proc.stdout + proc.stderr
 
 
+def test_zizmor_auditor_persona_finds_nothing():
+    zizmor = shutil.which("zizmor")
+    if zizmor is None:
+        pytest.skip("zizmor is not installed (pip install zizmor)")
+    proc = subprocess.run([zizmor, "--offline", "--persona=auditor", "--no-progress", str(WORKFLOW_DIR)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings to report" in proc.stdout + proc.stderr
+
+
 # ------------------------------------------------------------------ act
 
 
@@ -346,7 +409,9 @@ def test_act_rehearses_the_pull_request_run_over_the_real_matrix(tmp_path):
         lines = _job_lines(log, title)
         assert any("Matrix: map[" in line and f"variants:{row['variants']}" in line for line in lines), title
         build = [line for line in lines if "dry run: nix build" in line]
-        assert len(build) == 1 and f"ci/nix-build.sh {row['path']} out/{row['kernel']} {row['system']}" in build[0]
+        artifact = f"build-{row['kernel']}-{row['backend']}-{row['system']}"
+        assert len(build) == 1
+        assert f"ci/nix-build.sh {row['path']} out/{artifact}/{row['kernel']} {row['system']}" in build[0]
         assert all(variant in build[0] for variant in row["variants"].split())
         assert any("Job succeeded" in line for line in lines), title
     assert any("ci/join_artifacts.py" in line for line in _job_lines(log, "Gather and check the bundle"))
@@ -383,7 +448,10 @@ def test_act_rehearses_a_release_over_the_full_matrix(tmp_path):
     for row in jobs["include"]:
         lines = _job_lines(log, f"Build {row['kernel']} ({row['backend']}, {row['system']})")
         assert any("dry run: nix build" in line for line in lines), row
+    assert any("dry run: Sign the bundle: python ci/sign.py bundle" in line
+               for line in _job_lines(log, "Sign every variant"))
     kernels = json.loads(_set_output(log, "kernels"))
+    assert [r["kernel"] for r in json.loads(_set_output(log, "publish"))["include"]] == kernels
     for kernel in kernels:
         lines = _job_lines(log, f"Publish {kernel}")
         assert any("dry run: pipeline publish" in line for line in lines), kernel

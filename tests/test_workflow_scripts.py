@@ -350,3 +350,81 @@ def test_report_renders_a_verify_report_and_a_pipeline_error():
     error = PublishError("no token", code="publish-check-failed", hint="set HF_TOKEN")
     text = report.render("publish", error.to_json())
     assert text.startswith("### publish: FAILED") and "no token" in text and "hint: set HF_TOKEN" in text
+
+
+# ------------------------------------------------------------------ ci/install.sh
+
+
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+# Stands in for python in ci/install.sh: records `-m pip install ...` and answers the version checks.
+if [ "$1 $2" = "-m pip" ]; then echo "${*:3}" >> "$FAKE_PIP_LOG"; fi
+exit 0
+"""
+
+
+def run_install(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    log = tmp_path / "pip.log"
+    log.write_text("")
+    proc = run([str(CI / "install.sh"), *args], env={"PYTHON": str(python), "FAKE_PIP_LOG": str(log)})
+    return proc, log.read_text().splitlines()
+
+
+def pinned_cpu_torch() -> str:
+    (line,) = [ln for ln in (CI / "cpu-torch.txt").read_text().splitlines() if ln and not ln.startswith("#")]
+    assert re.fullmatch(r"torch==\d+\.\d+\.\d+", line), line
+    return line
+
+
+@pytest.mark.parametrize("args,spec,index", [
+    (("cpu",), None, "cpu"),
+    (("cpu", "", "2.13"), None, "cpu"),
+    (("cpu", "", "2.12"), "torch==2.12.*", "cpu"),
+    (("cuda", "13", "2.13"), None, "cu130"),
+    (("cuda", "13.0", "2.12"), "torch==2.12.*", "cu130"),
+    (("cuda", "12.6", "2.13"), None, "cu126"),
+])
+def test_install_pins_torch_and_maps_cuda_to_pytorchs_index(tmp_path, args, spec, index):
+    proc, calls = run_install(tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    pin = pinned_cpu_torch()
+    expected = spec or (pin if pin.startswith(f"torch=={args[2] if len(args) > 2 else ''}") else None)
+    assert expected is not None, "ci/cpu-torch.txt should pin the newest torch of the matrix"
+    assert calls[0] == f"install --disable-pip-version-check --quiet {expected} --index-url " \
+                       f"https://download.pytorch.org/whl/{index}"
+    assert calls[1].endswith("-e .")
+
+
+@pytest.mark.parametrize("args", [("cuda", "13.x", "2.13"), ("cuda", "", "2.13"), ("cpu", "", "latest"),
+                                  ("rocm", "7.1", "2.13")])
+def test_install_refuses_what_it_cannot_map_before_installing_anything(tmp_path, args):
+    proc, calls = run_install(tmp_path, *args)
+    assert proc.returncode == 2 and calls == []
+
+
+# ------------------------------------------------------------------ scripts that cannot hide a failure
+
+
+def test_check_bundle_fails_on_an_unreadable_matrix_instead_of_checking_nothing(tmp_path):
+    (tmp_path / "variants.json").write_text('{"include": [')
+    proc = run([str(CI / "check-bundle.sh"), "bundle", "variants.json", "release"], cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "JSONDecodeError" in proc.stderr and "has no kernels" not in proc.stderr
+    assert not (tmp_path / "checks").exists()
+
+
+def test_verify_fails_on_a_publish_report_without_a_version(tmp_path):
+    (tmp_path / "publish.json").write_text(json.dumps({"repo_id": "org/geglu"}))
+    proc = run([str(CI / "verify.sh"), str(tmp_path / "publish.json"), "kernels-src/geglu",
+                str(tmp_path / "verify.json")])
+    assert proc.returncode == 1 and "KeyError: 'version'" in proc.stderr
+    assert not (tmp_path / "verify.json").exists()  # report.py never ran
+
+
+def test_no_script_reads_a_command_through_process_substitution():
+    for script in [CI / "step", *sorted(CI.glob("*.sh"))]:
+        text = script.read_text()
+        assert "set -euo pipefail" in text, script.name
+        assert "< <(" not in text and "<(" not in text, script.name

@@ -1,0 +1,12 @@
+"""Rewrite the README's list of codes from the code table (tests/test_codes.py checks it)."""
+
+from pathlib import Path
+
+from pipeline.codes import markdown
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+START, END = "<!-- codes:start -->\n", "<!-- codes:end -->"
+
+text = README.read_text(encoding="utf-8")
+head, rest = text.split(START, 1)
+README.write_text(head + START + markdown() + END + rest.split(END, 1)[1], encoding="utf-8")
