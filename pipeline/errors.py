@@ -155,7 +155,7 @@ class SkillError(PipelineError):
 EXIT_CODES: dict[str, int] = {
     "ok": 0,
     "usage": 2,
-    "lock": 1,  # `lock --check` found problems (reported like validate's)
+    "lock": 14,  # `lock --check` found problems
     **{cls.stage: cls.exit_code for cls in (
         ValidationError, WorkspaceError, MatrixError, BuildError, CheckError,
         SmokeError, BenchError, PublishError, VerifyError, HubError, InitError, SkillError,

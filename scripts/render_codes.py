@@ -2,7 +2,11 @@
 
 from pathlib import Path
 
-from pipeline.codes import markdown
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.codes import markdown  # noqa: E402
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- codes:start -->\n", "<!-- codes:end -->"

@@ -9,7 +9,19 @@ from pathlib import Path
 
 import pytest
 
+import world_guard
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+UNIT_DIR = Path(__file__).resolve().parent / "unit"
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_cannot_touch_the_world(request, monkeypatch):
+    """tests/unit/: no process, no network, no build (PIPELINE_GUARD_ALL=1 guards every test,
+    which is how tests are sorted into unit/ and integration/)."""
+    path = Path(str(request.node.fspath)).resolve()
+    if UNIT_DIR in path.parents or os.environ.get("PIPELINE_GUARD_ALL"):
+        world_guard.guard(monkeypatch)
 
 
 def _cuda_available() -> bool:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from pipeline.console import Output
+from pipeline.errors import EXIT_CODES
 from pipeline.lock import check_locks, root_pin, write_locks
 
 HELP = "pin every kernel flake to the root flake.lock's kernel-builder (--check: verify only)"
@@ -41,11 +42,11 @@ def run(args: argparse.Namespace, output: Output) -> int:
         output.emit_json({"ok": not problems, "kernel_builder": pin.locked,
                           "written": [{"path": str(w.path), "action": w.action} for w in writes],
                           "problems": [p.to_json() for p in problems]})
-        return 1 if problems else 0
+        return EXIT_CODES["lock"] if problems else 0
     for write in writes:
         output.result(f"{write.path.relative_to(root)}: {write.action}")
     for problem in problems:
         output.problem(problem.format())
     state = f"{len(problems)} problem(s)" if problems else "every kernel lock agrees"
     output.result(f"kernel-builder {pin.source} {pin.short}: {state}")
-    return 1 if problems else 0
+    return EXIT_CODES["lock"] if problems else 0
