@@ -100,14 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     parser.add_argument("--codes", action="store_true", help="also count the projects each code appears in")
     args = parser.parse_args(argv)
-    socket.socket.connect = _no_network  # type: ignore[method-assign]
-    socket.create_connection = _no_network  # type: ignore[assignment]
     roots = [p.resolve() for p in args.paths]
     missing = [str(p) for p in roots if not p.is_dir()]
     if missing:
         print(f"not a directory: {', '.join(missing)}", file=sys.stderr)
         return 2
-    rows = [(_label(p, roots), judge(p)) for root in roots for p in find_projects(root)]
+    saved = socket.socket.connect, socket.create_connection
+    socket.socket.connect = _no_network  # type: ignore[method-assign]
+    socket.create_connection = _no_network  # type: ignore[assignment]
+    try:
+        rows = [(_label(p, roots), judge(p)) for root in roots for p in find_projects(root)]
+    finally:
+        socket.socket.connect, socket.create_connection = saved  # type: ignore[method-assign]
     if args.json:
         json.dump({name: row for name, row in rows}, sys.stdout, indent=1)
         print()
