@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import re
 import sys
 from dataclasses import dataclass
@@ -47,7 +49,23 @@ def check_package(sink: Sink, p: KernelProject, allowed_imports: set[str]) -> No
     allowed.update(data.framework_imports.get(p.framework, ()))
     for backend in p.backends:
         allowed.update(data.backend_imports.get(backend, ()))
-    _PackageChecker(sink, p, pkg, allowed).run()
+    with _gc_paused():
+        _PackageChecker(sink, p, pkg, allowed).run()
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Parsing a package of hundreds of modules allocates millions of AST nodes, and each burst
+    of allocations sets off a collection that walks every live object again. The checker makes
+    no reference cycles that need the collector, so it waits until the walk is done
+    (fla, 288 modules: 1.2 s -> 0.95 s)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -80,13 +98,16 @@ class _PackageChecker:
 
     def run(self) -> None:
         imports: dict[Path, list[_Import]] = {}
-        trees: dict[Path, tuple[ast.Module, bytes]] = {}
+        # Only the trees the data-file check needs are kept: holding every AST of a big
+        # package alive makes each garbage collection walk them all (fla: 2x slower).
+        trees: dict[Path, ast.Module] = {}
         for path in self.files:
             source = self._read(path)
             tree = self._parse(path, source) if source is not None else None
             if tree is not None:
                 imports[path] = self._imports(path, tree)
-                trees[path] = (tree, source)
+                if b"__file__" in source:
+                    trees[path] = tree
                 self._op_names(path, tree, source)
                 self._ops_namespace(path, tree, source)
         reachable = self._reachable(imports)
@@ -95,9 +116,7 @@ class _PackageChecker:
             for imp in records:
                 self._judge(rel, imp, path in reachable)
         for path in sorted(reachable & set(trees)):
-            tree, source = trees[path]
-            if b"__file__" in source:
-                self._data_reads(path, tree)
+            self._data_reads(path, trees[path])
 
     def _data_reads(self, path: Path, tree: ast.Module) -> None:
         root = self.p.root

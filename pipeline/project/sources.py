@@ -115,7 +115,7 @@ def check_src(sink: Sink, p: KernelProject, text: str, tree: Tree) -> _SrcIndex:
             index.files.append((rel, includes, owner))
             if os.path.splitext(rel)[1].lower() in COMPILED:
                 _check_shared(sink, compiled.setdefault(rel, []), entry, owner, backend,
-                              _line_in_table(text, table, entry) or line)
+                              lambda t=table, e=entry, d=line: _line_in_table(text, t, e) or d)
     return index
 
 
@@ -130,14 +130,14 @@ def _line_in_table(text: str, table: str, entry: str) -> int | None:
 
 
 def _check_shared(sink: Sink, owners: list[tuple[str, str | None]], entry: str, owner: str, backend: str | None,
-                  line: int | None) -> None:
+                  line) -> None:
     """A compiled source listed by two lists that end up in one backend's extension."""
     clash = next((o for o, b in owners if b is None or backend is None or b == backend), None)
     owners.append((owner, backend))
     if clash is not None:
         where = f"backend {backend!r}" if backend else "every backend (the [torch] binding is compiled into each)"
         sink.add("src-shared-between-kernels", f"{entry!r} is listed in {clash} and {owner}, both compiled into "
-                 f"the extension of {where}", BUILD_TOML, line)
+                 f"the extension of {where}", BUILD_TOML, line())  # located only when reported
 
 
 def _near_file(root: Path, rel: str) -> str:
