@@ -50,7 +50,6 @@ from pipeline.project.model import (
 )
 from pipeline.project.package import check_package
 from pipeline.project.rules import Rule, Sink, load_rules
-from pipeline.project.lines import table_line
 from pipeline.project.schema import check_schema, project_from
 from pipeline.project.sources import C_LIKE, check_headers, check_registration, check_src, read_source, Tree
 
