@@ -28,6 +28,7 @@ class Verb:
 # The order is the pipeline's order (DESIGN.md).
 VERBS: tuple[Verb, ...] = (
     Verb("validate", "pipeline.commands.validate", "check a kernel project's layout and build.toml"),
+    Verb("migrate", "pipeline.commands.migrate", "rewrite a legacy or agent-written kernel project to edition 5"),
     Verb("matrix", "pipeline.commands.matrix", "list the variants a kernel project must be built for"),
     Verb("lock", "pipeline.commands.lock", "pin every kernel flake to the root flake.lock's kernel-builder"),
     Verb("build", "pipeline.commands.build", "build variants (local: the host's; nix: the matrix)"),

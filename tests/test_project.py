@@ -1,8 +1,13 @@
 """pipeline.project (`validate`): the fixture corpus, the rule table, the CLI.
 
-Each folder under tests/fixtures/projects/ is a small real project; every one
-but good/ carries exactly one defect and names it in expected.toml. Cases git
-cannot keep (empty folder, escaping symlink, missing path) are built here.
+Each folder under tests/fixtures/projects/ is a small real project, written by
+its _generate.py. Most differ from good/ by exactly one defect and name it in
+expected.toml (code, file, line); the others list every problem one run must
+report (`problems`), with the verdict kernel-builder gives (`kernel-builder`,
+`ok`): the false rejects and missed classes of issue 18, projects several
+schema errors deep, and the two agent-written projects `migrate` rewrites.
+Cases git cannot keep (empty folder, escaping symlink, missing path) are built
+here.
 """
 
 from __future__ import annotations
@@ -32,12 +37,18 @@ from pipeline.project import (
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "projects"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.toml").is_file())
-BROKEN = [c for c in CASES if c != "good"]
+BROKEN = [c for c in CASES if "code" in toml.loads((FIXTURES / c / "expected.toml").read_text())]
+VERDICTS = [c for c in CASES if "problems" in toml.loads((FIXTURES / c / "expected.toml").read_text())]
 COMMUNITY = Path("/work/.mirror/huggingface+kernels-community/repo")
 
 
 def expected(case: str) -> dict:
     return toml.loads((FIXTURES / case / "expected.toml").read_text())
+
+
+def expected_codes(case: str) -> set[str]:
+    want = expected(case)
+    return {want["code"]} if "code" in want else {p["code"] for p in want.get("problems", [])}
 
 
 def relpath(problem_path: str, root: Path) -> str:
@@ -90,6 +101,19 @@ SYNTHETIC = {
 def test_corpus_has_at_least_twenty_kinds_of_defect():
     kinds = {expected(c)["code"] for c in BROKEN}
     assert len(kinds) >= 20, sorted(kinds)
+
+
+@pytest.mark.parametrize("case", VERDICTS)
+def test_fixture_reports_every_problem_and_kernel_builders_verdict(case):
+    """One run reports all of a project's problems, each at its file and line."""
+    want = expected(case)
+    root = FIXTURES / case
+    report = validate(root)
+    got = sorted((p.code, relpath(p.path, root), p.line) for p in report.problems)
+    assert got == sorted((p["code"], p["file"], p.get("line")) for p in want["problems"]), \
+        [p.format() for p in report.problems]
+    assert report.ok == want["ok"], want["kernel-builder"]
+    assert all(p.hint for p in report.problems)
 
 
 def test_good_project_has_no_problem():
@@ -169,7 +193,7 @@ def test_rule_table_is_complete_and_every_rule_is_exercised():
         assert rule.code == code
         assert rule.severity in ("error", "warning"), code
         assert rule.title and rule.hint and len(rule.hint) > 30, code
-    fixture_codes = {expected(c)["code"] for c in BROKEN}
+    fixture_codes = {code for c in CASES for code in expected_codes(c)}
     exercised = fixture_codes | set(SYNTHETIC)
     assert set(rules) - exercised == set(), "rules without a fixture"
     assert exercised - set(rules) == set(), "fixtures naming codes the table lacks"

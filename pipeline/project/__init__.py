@@ -28,14 +28,17 @@ from pipeline import toml
 from pipeline.errors import Problem, ValidationError
 from pipeline.project.config import (
     check_backends,
+    check_buildable,
     check_capabilities,
     check_cuda_flags,
     check_hub,
+    check_local_build,
     check_python_depends,
+    check_rocm_archs,
     check_versions,
     python_dep_table,
 )
-from pipeline.project.layout import check_committed, check_flake
+from pipeline.project.layout import check_committed, check_flake, listed_sources
 from pipeline.project.model import (
     BUILD_TOML,
     EXT_DIRS,
@@ -47,7 +50,7 @@ from pipeline.project.model import (
 )
 from pipeline.project.package import check_package
 from pipeline.project.rules import Rule, Sink, load_rules
-from pipeline.project.schema import open_build, project_from, schema_problem, table_line
+from pipeline.project.schema import check_schema, project_from
 from pipeline.project.sources import C_LIKE, check_headers, check_registration, check_src, read_source, Tree
 from pipeline.workspace_file import load_workspace
 
@@ -102,35 +105,36 @@ def validate(path: Path) -> ValidationReport:
 
 def _validate_project(root: Path, shown: str, text: str, data: dict) -> ValidationReport:
     sink = Sink(shown)
-    build, error, notice = open_build(root)
     framework = next((fw for fw in FRAMEWORKS if isinstance(data.get(fw), dict)), "torch")
-    ext_dir = EXT_DIRS[framework]
-    # What needs no parsed build.toml runs either way, so one pass shows the most.
     check_flake(sink, root)
-    check_committed(sink, root, ext_dir)
-    if error is not None:
-        schema_problem(sink, text, error)
-        return ValidationReport(None, _ordered(sink.problems), shown)
-    edition = 5
-    if "legacy v4" in notice or "edition" not in (data.get("general") or {}):
-        edition = 4
-        sink.add("edition-legacy", "build.toml has no edition: read as the legacy v4 format", BUILD_TOML,
-                 table_line(text, "general"))
-    project = project_from(root, data, build, edition)
-    check_backends(sink, project, text)
+    check_committed(sink, root, EXT_DIRS[framework], listed_sources(data))
+    accepted, edition = check_schema(sink, root, text, data)
+    # A refused build.toml still describes most of the project: check the rest in the same run.
+    project = project_from(root, data, edition)
+    if project is not None:
+        _check_project(sink, project, text, data)
+    return ValidationReport(project if accepted else None, _ordered(sink.problems), shown)
+
+
+def _check_project(sink: Sink, project: KernelProject, text: str, data: dict) -> None:
+    backends = (data.get("general") or {}).get("backends") if isinstance(data.get("general"), dict) else None
+    if isinstance(backends, list) and len(backends) == len(project.backends):
+        check_backends(sink, project, text)  # with a malformed list every kernel would look undeclared
     check_versions(sink, project, text)
+    check_buildable(sink, project, text)
     check_hub(sink, project, text)
     allowed = check_python_depends(sink, project, text, python_dep_table())
     check_capabilities(sink, project, text)
+    check_rocm_archs(sink, project, text)
     check_cuda_flags(sink, project, text)
-    tree = Tree(root)
+    check_local_build(sink, project, text)
+    tree = Tree(project.root)
     index = check_src(sink, project, text, tree)
     sources = {rel: read_source(project.root / rel) for rel, _i, _o in index.files
                if os.path.splitext(rel)[1].lower() in C_LIKE}
     check_headers(sink, project, index, sources, tree)
     check_registration(sink, project, index, sources, text)
     check_package(sink, project, allowed)
-    return ValidationReport(project, _ordered(sink.problems), shown)
 
 
 def _ordered(problems: list[Problem]) -> tuple[Problem, ...]:

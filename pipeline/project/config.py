@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
 from pipeline import toml
 from pipeline.project.model import BUILD_TOML, KernelProject
-from pipeline.project.rules import rule_data, kernels_dir, kernels_rust, Sink
-from pipeline.project.schema import did_you_mean, kernel_key_line, line_of
+from pipeline.project.rules import RULES_FILE, rule_data, kernels_dir, kernels_rust, Sink
+from pipeline.project.lines import did_you_mean, kernel_key_line, line_of, table_line
 
 
 def check_backends(sink: Sink, p: KernelProject, text: str) -> None:
@@ -141,3 +142,86 @@ def check_capabilities(sink: Sink, p: KernelProject, text: str) -> None:
         for cap in dropped:
             sink.add("cuda-capability-dropped", f"[kernel.{k.name}] cuda-capabilities has {cap!r}, which no "
                      f"builder capability keeps", BUILD_TOML, line_of(text, rf'"{re.escape(cap)}"'))
+
+
+def check_rocm_archs(sink: Sink, p: KernelProject, text: str) -> None:
+    """kernel.cmake intersects rocm-archs with the builder's archs by exact name;
+    nothing left stops the build ("empty set of architectures")."""
+    known = rule_data().rocm_archs
+    for k in p.kernels:
+        if k.backend != "rocm" or not k.rocm_archs:
+            continue
+        dropped = [a for a in k.rocm_archs if a not in known]
+        if len(dropped) == len(k.rocm_archs):
+            sink.add("rocm-arch-unknown", f"[kernel.{k.name}] rocm-archs {', '.join(dropped)} keep no architecture: "
+                     "the build stops with 'empty set of architectures after intersection'", BUILD_TOML,
+                     line_of(text, rf'"{re.escape(dropped[0])}"') or kernel_key_line(text, k.name, "rocm-archs"))
+            continue
+        for arch in dropped:
+            sink.add("rocm-arch-dropped", f"[kernel.{k.name}] rocm-archs has {arch!r}, which the builder does not "
+                     "compile for", BUILD_TOML, line_of(text, rf'"{re.escape(arch)}"'))
+
+
+VARIANTS_FILE = RULES_FILE.with_name("variants.toml")
+# torch213-cxx11-cu130-x86_64-linux: torch 2.13, CUDA 13.0 (the last digit is the minor).
+_VARIANT = re.compile(r"^torch(\d)(\d+)-(?:cxx11-)?(?:cu(\d+)(\d)|[a-z]+\d*)-")
+
+
+@functools.lru_cache(maxsize=1)
+def table_builds() -> tuple[tuple[str, str, str | None], ...]:
+    """(backend, torch, CUDA version or None) of every build in pipeline/data/variants.toml.
+    Read from the names without `kernels` (whose import alone costs ~0.2 s)."""
+    doc = toml.loads(VARIANTS_FILE.read_text(encoding="utf-8"))
+    builds = []
+    for backends in doc["systems"].values():
+        for backend, names in backends.items():
+            for name in names:
+                m = _VARIANT.match(name)
+                if m:
+                    cuda = f"{m.group(3)}.{m.group(4)}" if m.group(3) else None
+                    builds.append((backend, f"{m.group(1)}.{m.group(2)}", cuda))
+    return tuple(builds)
+
+
+def _within(version: str, lo: str | None, hi: str | None) -> bool:
+    Version = kernels_rust().Version
+    v = Version.from_str(version)
+    return (lo is None or v >= Version.from_str(lo)) and (hi is None or v <= Version.from_str(hi))
+
+
+def _shown_versions(versions) -> str:
+    Version = kernels_rust().Version
+    return ", ".join(sorted(set(versions), key=Version.from_str))
+
+
+def check_buildable(sink: Sink, p: KernelProject, text: str) -> None:
+    """nix-builder/lib/build.nix filterApplicableBuildSets: a build set is kept when its torch is
+    within [torch] minver/maxver and, for CUDA, its CUDA within [general.cuda] minver/maxver."""
+    if p.framework != "torch" or not (p.torch_minver or p.torch_maxver or p.cuda_minver or p.cuda_maxver):
+        return
+    empty = lambda lo, hi: bool(lo and hi) and not _within(lo, None, hi)  # noqa: E731 - version-range-empty's case
+    if empty(p.torch_minver, p.torch_maxver) or empty(p.cuda_minver, p.cuda_maxver):
+        return
+    builds = [b for b in table_builds() if b[0] in p.backends]
+    torch_ok = [b for b in builds if _within(b[1], p.torch_minver, p.torch_maxver)]
+    if builds and not torch_ok:
+        sink.add("version-range-no-variant", f"[torch] minver/maxver ({p.torch_minver or '-'} .. {p.torch_maxver or '-'}) "
+                 f"excludes every Torch version kernel-builder builds ({_shown_versions(b[1] for b in builds)}): "
+                 "nothing can be built", BUILD_TOML,
+                 toml.key_line(text, "minver" if p.torch_minver else "maxver", "torch"))
+        return
+    cuda = [b for b in torch_ok if b[0] == "cuda" and b[2]]
+    if cuda and not any(_within(b[2], p.cuda_minver, p.cuda_maxver) for b in cuda):
+        sink.add("version-range-no-variant", f"[general.cuda] minver/maxver ({p.cuda_minver or '-'} .. "
+                 f"{p.cuda_maxver or '-'}) excludes every CUDA version kernel-builder builds "
+                 f"({_shown_versions(b[2] for b in cuda)}): no CUDA variant can be built", BUILD_TOML,
+                 toml.key_line(text, "minver" if p.cuda_minver else "maxver", "general.cuda"))
+
+
+def check_local_build(sink: Sink, p: KernelProject, text: str) -> None:
+    """kernel-builder builds noarch and tvm-ffi projects; this pipeline's local backend does not (yet)."""
+    if p.framework == "torch":
+        return
+    what = "a noarch (Triton or pure-Python)" if p.framework == "torch-noarch" else "a tvm-ffi"
+    sink.add("local-build-unsupported", f"[{p.framework}]: {what} project, which kernel-builder builds but "
+             "`python -m pipeline build --backend local` cannot", BUILD_TOML, table_line(text, p.framework))

@@ -55,6 +55,8 @@ class KernelProject:
     framework: str = "torch"
     # Backend-specific python-depends ([general.cuda].python-depends, ...).
     backend_python_depends: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # File extensions the build ships from the Python package ([torch].pyext, ...).
+    pyext: tuple[str, ...] = ("py", "pyi")
 
     @property
     def noarch(self) -> bool:

@@ -16,6 +16,7 @@ from pipeline import toml
 from pipeline.errors import Problem
 
 RULES_FILE = Path(__file__).resolve().parents[1] / "data" / "rules.toml"
+LOAD_ENV_FILE = RULES_FILE.with_name("load_environment.toml")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Rule:
 class _Data:
     rules: dict[str, Rule]
     cuda_capabilities: tuple[str, ...]
+    rocm_archs: tuple[str, ...]
     always_importable: frozenset[str]
     provides: dict[str, tuple[str, ...]]
     backend_imports: dict[str, tuple[str, ...]]
@@ -40,14 +42,17 @@ class _Data:
 @functools.lru_cache(maxsize=1)
 def rule_data() -> _Data:
     doc = toml.loads(RULES_FILE.read_text(encoding="utf-8"))
+    env = toml.loads(LOAD_ENV_FILE.read_text(encoding="utf-8"))["imports"]
     rules = {code: Rule(code=code, severity=r["severity"], title=r["title"], hint=r["hint"],
                         example=r.get("example", ""))
              for code, r in doc["rules"].items()}
+    tables = ("provides", "backends", "frameworks")
+    always = {name for key, names in env.items() if key not in tables for name in names}
     return _Data(rules=rules, cuda_capabilities=tuple(doc["cuda"]["capabilities"]),
-                 always_importable=frozenset(doc["imports"]["always"]),
-                 provides={k: tuple(v) for k, v in doc["imports"].get("provides", {}).items()},
-                 backend_imports={k: tuple(v) for k, v in doc["imports"].get("backends", {}).items()},
-                 framework_imports={k: tuple(v) for k, v in doc["imports"].get("frameworks", {}).items()})
+                 rocm_archs=tuple(doc["rocm"]["archs"]), always_importable=frozenset(always),
+                 provides={k: tuple(v) for k, v in env.get("provides", {}).items()},
+                 backend_imports={k: tuple(v) for k, v in env.get("backends", {}).items()},
+                 framework_imports={k: tuple(v) for k, v in env.get("frameworks", {}).items()})
 
 
 def kernels_dir() -> Path:
@@ -87,8 +92,6 @@ def kernels_rust():
 def load_rules() -> dict[str, Rule]:
     """The rule table, code → Rule (pipeline/data/rules.toml), in file order."""
     return dict(rule_data().rules)
-
-
 
 
 class Sink:

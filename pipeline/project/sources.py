@@ -11,11 +11,13 @@ from pathlib import Path
 from pipeline import toml
 from pipeline.project.model import BUILD_TOML, EXT_DIRS, KernelProject
 from pipeline.project.rules import Sink
-from pipeline.project.schema import table_line
+from pipeline.project.lines import table_line
 
 # Files C/C++ preprocessors read: the ones whose #include lines we follow.
 C_LIKE = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inc", ".inl",
           ".ipp", ".tcc", ".mm", ".m", ".metal", ".hip", ".cl"}
+# The ones compiled on their own (one object each), as opposed to included.
+COMPILED = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".m", ".metal", ".hip", ".cl"}
 
 
 def is_inside(root_real: Path, path: Path) -> bool:
@@ -71,11 +73,12 @@ class Tree:
 
 def check_src(sink: Sink, p: KernelProject, text: str, tree: Tree) -> _SrcIndex:
     index = _SrcIndex()
-    lists: list[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = []  # (owner, table, src, include)
+    # (owner, table, src, include, backend); the binding is compiled into every backend's build.
+    lists: list[tuple[str, str, tuple[str, ...], tuple[str, ...], str | None]] = []
     if p.torch_ext is not None:
-        lists.append(("[torch]", p.framework, p.torch_ext.src, p.torch_ext.include))
+        lists.append(("[torch]", p.framework, p.torch_ext.src, p.torch_ext.include, None))
     for k in p.kernels:
-        lists.append((f"[kernel.{k.name}]", f"kernel.{k.name}", k.src, k.include))
+        lists.append((f"[kernel.{k.name}]", f"kernel.{k.name}", k.src, k.include, k.backend))
     # One pass over build.toml for every quoted string's first line: a project
     # can list thousands of sources, and one search per entry would be quadratic.
     string_lines: dict[str, int] = {}
@@ -83,7 +86,8 @@ def check_src(sink: Sink, p: KernelProject, text: str, tree: Tree) -> _SrcIndex:
         for quoted in re.findall(r'"([^"\n]*)"', body):
             string_lines.setdefault(quoted, number)
     root = str(p.root)
-    for owner, table, srcs, includes in lists:
+    compiled: dict[str, list[tuple[str, str | None]]] = {}  # rel -> (owner, backend) of each list compiling it
+    for owner, table, srcs, includes, backend in lists:
         seen: set[str] = set()
         for entry in srcs:
             line = string_lines.get(entry) or toml.key_line(text, "src", table)
@@ -109,7 +113,31 @@ def check_src(sink: Sink, p: KernelProject, text: str, tree: Tree) -> _SrcIndex:
                 continue
             index.listed.add(rel)
             index.files.append((rel, includes, owner))
+            if os.path.splitext(rel)[1].lower() in COMPILED:
+                _check_shared(sink, compiled.setdefault(rel, []), entry, owner, backend,
+                              lambda t=table, e=entry, d=line: _line_in_table(text, t, e) or d)
     return index
+
+
+def _line_in_table(text: str, table: str, entry: str) -> int | None:
+    start = table_line(text, table) or table_line(text, table.replace(".", '."', 1) + '"')
+    if start is None:
+        return None
+    for number, body in enumerate(text.splitlines()[start:], start=start + 1):
+        if f'"{entry}"' in body:
+            return number
+    return None
+
+
+def _check_shared(sink: Sink, owners: list[tuple[str, str | None]], entry: str, owner: str, backend: str | None,
+                  line) -> None:
+    """A compiled source listed by two lists that end up in one backend's extension."""
+    clash = next((o for o, b in owners if b is None or backend is None or b == backend), None)
+    owners.append((owner, backend))
+    if clash is not None:
+        where = f"backend {backend!r}" if backend else "every backend (the [torch] binding is compiled into each)"
+        sink.add("src-shared-between-kernels", f"{entry!r} is listed in {clash} and {owner}, both compiled into "
+                 f"the extension of {where}", BUILD_TOML, line())  # located only when reported
 
 
 def _near_file(root: Path, rel: str) -> str:
@@ -185,6 +213,7 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 _REG = re.compile(r"\b((?:STABLE_)?TORCH_LIBRARY(?:_IMPL|_FRAGMENT)?)(_EXPAND)?\s*\(\s*([A-Za-z_]\w*)?")
 _REGISTER_EXT = re.compile(r"\bREGISTER_EXTENSION\s*\(")
+_PYBIND = re.compile(r"\bPYBIND11_MODULE\s*\(")
 
 
 def _blank_comments(body: str) -> str:
@@ -198,13 +227,16 @@ def check_registration(sink: Sink, p: KernelProject, index: _SrcIndex, sources: 
     if p.framework != "torch":
         return
     expand_seen = register_seen = False
+    pybind: tuple[str, int] | None = None
     for rel, _includes, _owner in index.files:
         if Path(rel).suffix.lower() not in C_LIKE:
             continue
         body = sources[rel]
-        if "TORCH_LIBRARY" not in body and "REGISTER_EXTENSION" not in body:
+        if "TORCH_LIBRARY" not in body and "REGISTER_EXTENSION" not in body and "PYBIND11_MODULE" not in body:
             continue
         code = _blank_comments(body)
+        if pybind is None and (m := _PYBIND.search(code)):
+            pybind = (rel, code.count("\n", 0, m.start()) + 1)
         if _REGISTER_EXT.search(code):
             register_seen = True
         for m in _REG.finditer(code):
@@ -219,10 +251,12 @@ def check_registration(sink: Sink, p: KernelProject, index: _SrcIndex, sources: 
                     sink.add("op-namespace-literal", f"{macro}_EXPAND({namespace}, ...) must use "
                              f"TORCH_EXTENSION_NAME as the namespace", rel, line_no)
     if p.torch_ext is not None and (p.torch_ext.src or p.kernels):
-        line = table_line(text, "torch")
+        # A PYBIND11_MODULE block is where the registration belongs: point there, not at build.toml.
+        where, line = pybind if pybind else (BUILD_TOML, table_line(text, "torch"))
+        via = " (PYBIND11_MODULE binds the functions to Python only, not as Torch ops: replace it)" if pybind else ""
         if not expand_seen and not any(pr.code == "torch-library-not-expand" for pr in sink.problems):
-            sink.add("op-registration-missing", "no listed source has TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ...)",
-                     BUILD_TOML, line)
+            sink.add("op-registration-missing", "no listed source has TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, "
+                     f"...){via}", where, line)
         if not register_seen:
-            sink.add("register-extension-missing", "no listed source calls REGISTER_EXTENSION(TORCH_EXTENSION_NAME)",
-                     BUILD_TOML, line)
+            sink.add("register-extension-missing", "no listed source calls REGISTER_EXTENSION(TORCH_EXTENSION_NAME)"
+                     + (" (it goes where PYBIND11_MODULE is)" if pybind else ""), where, line)
