@@ -190,9 +190,14 @@ def test_case_file_contract(tmp_path):
 def test_rmsnorm_bench_cases_cover_the_brief():
     cases = bench.load_cases(RMSNORM)
     shapes = {(c["op"], c["shape"]) for c in cases}
-    for tokens in (128, 8192, 32768):
+    for tokens in (1, 8, 64, 128, 8192, 32768):
         assert ("rms_norm", f"{tokens}x4096") in shapes
         assert ("fused_add_rms_norm", f"{tokens}x4096") in shapes
+    # issue 19: per-head norms, the hidden sizes of larger models, their decode batches
+    for shape in ("65536x128", "70000x128", "262144x128", "262144x64", "8192x5120", "8192x7168", "4096x8192",
+                  "2048x16384", "1x16384", "64x8192"):
+        assert ("rms_norm", shape) in shapes, shape
+    assert all(bench.wants_graph(c, torch.device("cuda")) for c in cases if c["shape"].split("x")[0] in ("1", "64"))
     assert any(s.endswith("x2048") for _, s in shapes) and any(s.endswith("x3072") for _, s in shapes)
     plain = [c for c in cases if c["op"] == "rms_norm"]
     assert all(c["baselines"] == ("eager", "F.rms_norm", "torch.compile") for c in plain)
@@ -213,29 +218,80 @@ def test_committed_h200_results_have_their_command(kernel):
     assert "of copy BW" in bench.markdown_table(path)
 
 
-def test_rmsnorm_recorded_h200_run_meets_the_targets():
-    # The issue's targets, read off the committed run (kernels-src/rmsnorm/benchmarks/NOTES.md):
-    # re-recording a run that misses one fails here, not silently in the card.
+# Issue 19's targets (faster than every baseline at every shape, at most equal to
+# torch.compile under graph replay, >= 0.90 of copy from 64 MiB), read off each
+# committed run. What the recorded runs still miss is listed here, by case and
+# kind, with the reason in the kernel's benchmarks/NOTES.md ("Version 4" /
+# "Version 2"): a re-recorded run that misses anything else fails, and one that
+# stops missing a listed shape leaves a stale entry that the second test reports.
+KNOWN_MISSES = {
+    "rmsnorm": {
+        # decode and small batches: ~0.1-0.5 us behind torch.compile's Triton kernel,
+        # flushed and under graph replay (fixed per-kernel cost, not the launch shape)
+        **{f"rms_norm/{s}": {"compile", "graph"} for s in ("1x4096", "8x4096", "32x4096", "64x4096", "128x4096")},
+        **{f"fused_add_rms_norm/{s}": {"compile", "graph"} for s in ("1x4096", "8x4096", "128x4096")},
+        **{f"fused_add_rms_norm/{s}": {"graph"} for s in ("32x4096", "64x4096")},
+        "rms_norm/512x4096": {"compile"}, "rms_norm/1024x2048": {"compile"},
+        "fused_add_rms_norm/512x4096": {"compile"}, "fused_add_rms_norm/1024x4096": {"compile"},
+        "fused_add_rms_norm/2048x4096": {"compile", "bandwidth"}, "fused_add_rms_norm/4096x4096": {"compile", "bandwidth"},
+        # per-head norms: rows_small 1-8 % behind torch.compile
+        **{f"rms_norm/{s}": {"compile"} for s in ("65536x128", "70000x128", "262144x128")},
+        "rms_norm/262144x64": {"compile", "bandwidth"},
+        # wide rows: one row per block, 4-12 % behind torch.compile
+        "rms_norm/2048x7168": {"compile"}, "rms_norm/8192x7168": {"compile", "bandwidth"},
+        "rms_norm/4096x8192": {"compile", "bandwidth"}, "rms_norm/2048x16384": {"compile", "bandwidth"},
+        "rms_norm/64x7168": {"graph"}, "rms_norm/1x8192": {"graph"}, "rms_norm/64x8192": {"compile", "graph"},
+        # ahead of every baseline, under 0.90 of copy (launch and tail costs at 64-134 MB)
+        **{f"rms_norm/{s}": {"bandwidth"} for s in ("4096x4096", "8192x5120", "8192x2048", "8192x3072")},
+    },
+    "adaln": {"adaln/layer/8x4096x1152": {"bandwidth"}},
+    "geglu": {
+        "geglu/none/4096x10240": {"bandwidth"},
+        "geglu/tanh/gate-first/1x28672": {"compile", "graph"},
+        "geglu/tanh/gate-first/64x28672": {"compile"},
+    },
+}
+
+
+def _misses(kernel: str) -> dict[str, set[str]]:
+    path = REPO / "kernels-src" / kernel / "benchmarks" / "results" / "h200.json"
+    found: dict[str, set[str]] = {}
+    for line in bench.target_misses(path):
+        name = line.split(":")[0].replace(" (graph replay)", "")
+        kind = "graph" if "(graph replay)" in line else ("bandwidth" if "of copy bandwidth" in line else "compile")
+        if kind == "compile" and "torch.compile" not in line:
+            kind = "baseline " + line.split(": ", 1)[1].split(" ")[0]
+        found.setdefault(name, set()).add(kind)
+    return found
+
+
+@pytest.mark.parametrize("kernel", sorted(KNOWN_MISSES))
+def test_recorded_h200_run_misses_only_the_known_shapes(kernel):
+    found = _misses(kernel)
+    unexpected = {n: k - KNOWN_MISSES[kernel].get(n, set()) for n, k in found.items()}
+    assert not {n: k for n, k in unexpected.items() if k}, "a target missed that NOTES.md does not explain"
+
+
+@pytest.mark.parametrize("kernel", sorted(KNOWN_MISSES))
+def test_known_misses_are_still_misses(kernel):
+    found = _misses(kernel)
+    stale = {n: k - found.get(n, set()) for n, k in KNOWN_MISSES[kernel].items()}
+    assert not {n: k for n, k in stale.items() if k}, "met now: drop it from KNOWN_MISSES and NOTES.md"
+
+
+def test_rmsnorm_recorded_h200_run_keeps_version_3s_targets():
+    # The targets met since version 3 (NOTES.md), which issue 19's work must not lose.
     data = json.loads((RMSNORM / "benchmarks" / "results" / "h200.json").read_text())
     by_name = {r["name"]: r for r in data["results"]}
-
-    def fraction(name):
-        return by_name[name]["copy_fraction"]["kernel"]
-
-    assert fraction("rms_norm/8192x4096") >= 0.90
-    assert fraction("rms_norm/32768x4096") >= 0.90
-    assert fraction("fused_add_rms_norm/8192x4096") >= 0.90
+    for name in ("rms_norm/8192x4096", "rms_norm/32768x4096", "fused_add_rms_norm/8192x4096"):
+        assert by_name[name]["copy_fraction"]["kernel"] >= 0.90, name
     for r in data["results"]:
         t = r["times_us"]
-        tokens = int(r["shape"].split("x")[0])
-        if r["op"] == "rms_norm":
-            best = min(t["F.rms_norm"], t["torch.compile"])
-            if tokens >= 2048:
-                assert t["kernel"] < best, r["name"]
-            else:
-                assert t["kernel"] - best <= 1.0, r["name"]
-        else:
-            assert t["kernel"] < t["add + F.rms_norm"], r["name"]
+        for b in r["baselines"]:
+            if b != "torch.compile":  # eager, F.rms_norm, add + F.rms_norm: beaten everywhere
+                assert t["kernel"] < t[b], (r["name"], b)
+        if r["op"] == "rms_norm" and r["shape"].endswith("x4096") and int(r["shape"].split("x")[0]) >= 2048:
+            assert t["kernel"] < t["torch.compile"], r["name"]
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@
 #   bash scripts/gpu/run_all_h200.sh
 # Env: KERNELS (built), SMOKE and BENCH (default: KERNELS), EXTRA (a command
 # run after the build, before smoke and bench; sees RES, the results folder),
-# EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests),
+# EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests), SEEDS (smoke seeds),
 # TUNE (kernels also built as tuning builds, -D<KERNEL>_TUNE_ENV, in parallel
 # with the others, and swept by scripts/gpu/sweep.py after the benches).
 # The smoke runs of all kernels go in parallel (correctness only); the benches
@@ -89,6 +89,7 @@ t0=$(date +%s); spids=(); sk=()
 for k in $KERNELS; do
   wants "$SMOKE" "$k" || continue
   seeds=3; [ "$k" = rmsnorm ] || seeds=2
+  seeds=${SEEDS:-$seeds}
   timeout "$(left)" python3 -m pipeline smoke "/tmp/build-$k" --kernel "kernels-src/$k" --seeds $seeds --json \
     > "$RES/$k-smoke.json" 2> "$RES/$k-smoke.log" &
   spids+=($!); sk+=("$k")

@@ -42,6 +42,19 @@ SWEEPS = {
         **{f"rms_norm/{s}": WIDE for s in ("8192x7168", "2048x7168", "8192x5120", "4096x8192", "2048x16384")},
         "rms_norm/512x4096": ["0,2,0,0,0,0", "0,4,0,0,0,0", "0,1,0,0,0,0", "3,4,0,0,0,0"],
     }),
+    # Call 2 of issue 19's session: persistent grids for rows_small, the two-pass
+    # rows_loop and clusters for wide rows, threads per row at decode.
+    "rmsnorm2": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["6,1,0,1,2,0", "6,1,0,2,2,0", "6,1,0,4,2,0", "6,2,0,2,1,0", "6,1,0,8,1,0"]
+           for s in ("262144x128", "65536x128", "262144x64")},
+        **{f"rms_norm/{s}": ["1,0,256,0,0,0", "1,0,512,0,0,0", "1,0,1024,0,0,0", "7,0,0,0,0,2", "7,0,0,0,0,4",
+                             "0,8,0,0,0,0", "0,4,0,0,0,0"]
+           for s in ("2048x16384", "4096x8192", "8192x7168", "2048x7168")},
+        **{f"rms_norm/{s}": ["0,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0", "0,8,0,0,0,0"]
+           for s in ("1x4096", "64x4096", "1x8192", "64x8192")},
+        "rms_norm/2048x128": ["6,1,0,0,1,0", "6,2,0,0,1,0", "6,4,0,0,1,0"],
+        "fused_add_rms_norm/1x4096": ["0,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0"],
+    }),
     "adaln": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,32,4", "8,32,8", "4,64,2", "4,64,4", "2,128,1", "8,32,2"]
            for s in ("1x6144x2048", "2x16384x2048")},
@@ -62,7 +75,8 @@ def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
 
     var, plan = SWEEPS[kernel]
     loaded = load_variant(build)
-    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / kernel)}
+    project = "rmsnorm" if kernel.startswith("rmsnorm") else kernel
+    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / project)}
     device = torch.device("cuda")
     timer = bench.Timer(device, reps=reps, warmup=5)
     rows = []

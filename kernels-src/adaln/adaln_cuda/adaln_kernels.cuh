@@ -188,6 +188,31 @@ inline int pow2_ceil(int v) {
   return p;
 }
 
+inline int round_vpt(int v) { return v <= 2 ? v : (v <= 4 ? 4 : (v <= 6 ? 6 : 8)); }
+
+// Lanes per row for rows of at most 256 packs: the power of two up to 64 whose
+// packs per lane (rounded to an instantiated count) leave the fewest lanes
+// idle, ties to ~4 packs per lane. H200, call 1 of issue 19: 2048 bf16 (256
+// packs) 64 lanes x 4 (67.5 us at 2x16384x2048) against 32 x 8 (70.0);
+// 1152 (144 packs) 32 x 6 (49.6 us at 8x4096x1152) against 64 x 4 (55.6).
+inline int group_lanes(int packs) {
+  int best = 32;
+  double best_use = -1.0;
+  int best_dist = 0;
+  for (int tx = 1; tx <= 64; tx *= 2) {
+    const int v = round_vpt((packs + tx - 1) / tx);
+    if ((packs + tx - 1) / tx > 8) continue;
+    const double use = (double)packs / ((double)tx * v);
+    const int dist = v > 4 ? v - 4 : 4 - v;
+    if (use > best_use + 1e-9 || (use > best_use - 1e-9 && dist < best_dist)) {
+      best = tx;
+      best_use = use;
+      best_dist = dist;
+    }
+  }
+  return best;
+}
+
 // force_*: a tuning build's overrides (0: the rule's choice).
 inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned, int force_vpt = 0, int force_tx = 0,
                             int force_ty = 0) {
@@ -196,13 +221,12 @@ inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned
   if (!aligned || D % n != 0 || D / n > 256 * 8) return c;
   const int packs = (int)(D / n);
   int tx = force_tx > 0 && (force_tx <= 32 ? (force_tx & (force_tx - 1)) == 0 : force_tx % 32 == 0) ? force_tx : 0;
-  if (tx == 0) tx = packs <= 256 ? (pow2_ceil((packs + 3) / 4) < 32 ? pow2_ceil((packs + 3) / 4) : 32)
-                                 : ((packs + 8 * 32 - 1) / (8 * 32)) * 32;
+  if (tx == 0) tx = packs <= 256 ? group_lanes(packs) : ((packs + 8 * 32 - 1) / (8 * 32)) * 32;
   if (tx > 256) tx = 256;
   int vpt = force_vpt ? force_vpt : (packs + tx - 1) / tx;
   if ((int64_t)vpt * tx < packs) vpt = (packs + tx - 1) / tx;
   if (vpt > 8) return c;
-  vpt = vpt <= 2 ? vpt : (vpt <= 4 ? 4 : (vpt <= 6 ? 6 : 8));
+  vpt = round_vpt(vpt);
   int ty = force_ty ? force_ty : (tx >= 128 ? 1 : 128 / tx);
   if (tx < 32 && tx * ty < 32) ty = 32 / tx;  // whole warps
   if (tx * ty > 256) ty = 256 / tx;

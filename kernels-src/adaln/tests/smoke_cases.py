@@ -5,8 +5,8 @@ The op is `adaln(out, x, scale, shift, eps, rms, seq)`: out = norm(x) *
 (r // seq) % M. Cases cover every dtype (bf16, fp16, fp32), modulation in
 float32 and in x's dtype, LayerNorm and RMSNorm, and: per-sample modulation
 (DiT/LTX-Video [B, D] over S tokens), per-token modulation, one shared row;
-widths that are and are not multiples of the 16-byte pack (7, 64, 2048, 3072,
-4100) and one too wide to keep in registers (16392: the re-reading path);
+widths that are and are not multiples of the 16-byte pack (7, 64, 256, 1152,
+2048, 3072, 4100, 8192, 16384) and one too wide to keep in registers (16392: the re-reading path);
 inputs with a large mean (the variance must not cancel); a misaligned x; and
 an empty batch. The reference normalises in float64.
 """
@@ -80,6 +80,14 @@ SHAPES = [
     (2, 8, 1024, "sample", "contiguous", 20.0, ()),
     (2, 3, 2048, "sample", "misaligned", 0.0, ()),
     (4, 1000, 64, "sample", "contiguous", 0.0, ()),
+    # launch shapes by width: 4 lanes per row (256), one warp of 6 packs (1152,
+    # DiT/PixArt) with a row count that leaves the last block part empty, 128
+    # and 256 threads per row (8192, 16384)
+    (3, 5, 256, "token", "contiguous", 0.0, ()),
+    (2, 7, 1152, "sample", "contiguous", 0.0, ()),
+    (1, 37, 1152, "shared", "contiguous", 5.0, ()),
+    (2, 2, 8192, "sample", "contiguous", 20.0, ()),
+    (1, 3, 16384, "shared", "contiguous", 0.0, ()),
     (0, 5, 2048, "sample", "contiguous", 0.0, ()),
 ]
 

@@ -69,6 +69,9 @@ SHAPES = [
     ((70000, 16), "contiguous", 1.0, ()),
     ((6, 4096), "misaligned", 1.0, ()),
     ((64, 512), "contiguous", 8.0, ()),
+    ((300, 8192), "contiguous", 1.0, ()),  # enough blocks for 2 packs per thread
+    ((7, 28672), "contiguous", 4.0, ()),  # decode, Gemma-2-9B width
+    ((4000, 64), "contiguous", 12.0, ()),  # the far tails of both GELU forms
     ((0, 512), "contiguous", 1.0, ()),
 ]
 

@@ -1,7 +1,12 @@
 """Benchmark cases for rmsnorm, in the contract of `pipeline/bench.py`.
 
-Shapes: the Qwen3-8B decoder (hidden 4096; 128 to 32768 tokens) and the
-LTX-Video transformer (hidden 2048 and 3072), bf16. Baselines:
+Shapes (bf16): the Qwen3-8B decoder (hidden 4096; 128 to 32768 tokens, and
+decode batches of 1 to 64 tokens), Qwen3's per-head q/k norms (tokens x heads
+rows of head_dim 128, and 64), the hidden sizes of larger models (5120:
+Qwen3-32B; 7168: DeepSeek-V3; 8192: Llama-3-70B; 16384: Llama-3-405B, with
+their decode batches), and the LTX-Video transformer (hidden 2048 and 3072).
+Cases of at most 8 MiB are also timed under CUDA-graph replay (pipeline/bench.py).
+Baselines:
 
 * eager: the composite the Hugging Face blog post measured against
   (`x.float()`, `pow(2).mean(-1)`, `rsqrt`, multiply, cast back, times weight),
@@ -21,7 +26,17 @@ EPS = 1e-6
 DTYPE = torch.bfloat16
 
 QWEN3_TOKENS = (128, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+DECODE_TOKENS = (1, 8, 32, 64)
 LTX_TOKENS = (1024, 4096, 8192, 16384)
+# Per-head norms: rows = tokens x heads (Qwen3-8B: 32 q heads, 8 k heads).
+PER_HEAD = ((2048 * 32, 128), (70000, 128), (8192 * 32, 128), (2048 * 32, 64), (8192 * 32, 64), (64 * 32, 128))
+# (group, rows, hidden): larger models' hidden sizes, prefill and decode.
+WIDE = (
+    ("Qwen3-32B", 8192, 5120),
+    ("DeepSeek-V3", 2048, 7168), ("DeepSeek-V3", 8192, 7168), ("DeepSeek-V3", 64, 7168),
+    ("Llama-3-70B", 4096, 8192), ("Llama-3-70B", 1, 8192), ("Llama-3-70B", 64, 8192),
+    ("Llama-3-405B", 2048, 16384), ("Llama-3-405B", 1, 16384), ("Llama-3-405B", 64, 16384),
+)
 
 
 def eager_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
@@ -100,8 +115,12 @@ def _fused_case(group: str, tokens: int, hidden: int) -> dict:
 
 
 def bench_cases() -> list[dict]:
-    cases = [_rms_norm_case("Qwen3-8B", t, 4096) for t in QWEN3_TOKENS]
+    cases = [_rms_norm_case("Qwen3-8B decode", t, 4096) for t in DECODE_TOKENS]
+    cases += [_rms_norm_case("Qwen3-8B", t, 4096) for t in QWEN3_TOKENS]
+    cases += [_rms_norm_case("Qwen3 q/k norm", rows, hidden) for rows, hidden in PER_HEAD]
+    cases += [_rms_norm_case(group, rows, hidden) for group, rows, hidden in WIDE]
     for hidden in (2048, 3072):
         cases += [_rms_norm_case("LTX-Video", t, hidden) for t in LTX_TOKENS]
+    cases += [_fused_case("Qwen3-8B decode", t, 4096) for t in DECODE_TOKENS]
     cases += [_fused_case("Qwen3-8B", t, 4096) for t in QWEN3_TOKENS]
     return cases

@@ -34,8 +34,10 @@
 #define RMSNORM_W_IN_REGS_MAX 4  // hold the weight in registers up to this VPT
 #endif
 // Cache policy of x loads: 1 streaming (.cs, evict-first), 0 the read-only path.
+// 0 since issue 19 (H200: 262144x128 36.1 -> 34.0 us, decode batches ~0.1 us
+// faster, the rest level; NOTES.md, version 4).
 #ifndef RMSNORM_LOAD_CS
-#define RMSNORM_LOAD_CS 1
+#define RMSNORM_LOAD_CS 0
 #endif
 // Cache policy of out stores: 0 default (what F.rms_norm and torch.compile's
 // kernels do), 1 streaming (.cs, evict-first: the output
@@ -73,12 +75,15 @@
 #ifndef RMSNORM_ASYNC_MAX_THREADS
 #define RMSNORM_ASYNC_MAX_THREADS 128
 #endif
-// rows_reg's __launch_bounds__: 512 threads, and optionally a minimum number
-// of resident blocks per SM (caps registers; unset by default).
+// rows_reg's __launch_bounds__: 512 threads, and a minimum number
+// of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
+// 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
+// H200; NOTES.md, version 4); the fused kernel's 101 registers uncapped (the
+// cap spills: fused 1x4096 6.1 -> 6.6 us).
 #ifdef RMSNORM_MIN_BLOCKS
 #define RMSNORM_REG_BOUNDS __launch_bounds__(512, RMSNORM_MIN_BLOCKS)
 #else
-#define RMSNORM_REG_BOUNDS __launch_bounds__(512)
+#define RMSNORM_REG_BOUNDS __launch_bounds__(512, FUSED ? 1 : 2)
 #endif
 
 namespace rmsnorm {
@@ -549,9 +554,12 @@ inline bool async_by_rule(int64_t rows, int nvec, bool fused) {
 
 // rows_cluster (sm_90 only: `cluster_ok`): rows over 2048 vectors (too long for
 // one block's registers), and decode batches of long rows (NOTES.md, version 4).
+// Measured (call 1 of issue 19's session): one block per row was faster than
+// any cluster at 8192 hidden and at 64 rows of 16384; four blocks won only at
+// a few rows of 16384 (1x16384 graph replay 3.05 -> 2.68 us).
 inline int cluster_by_rule(int64_t rows, int nvec) {
-  if (nvec > 2048) return (nvec + 1023) / 1024;                 // slices of at most 1024 vectors
-  if (rows <= 64 && nvec >= 1024) return nvec >= 2048 ? 8 : 4;  // slices of 256 vectors
+  if (nvec > 2048) return (nvec + 1023) / 1024;  // slices of at most 1024 vectors
+  if (rows <= 8 && nvec >= 2048) return 4;       // slices of 512 vectors
   return 0;
 }
 
@@ -610,18 +618,25 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
     const int cs = force_kind == 7 ? (force_cs ? force_cs : 4) : cluster_by_rule(rows, nvec);
     if (cs > 0 && (nvec + cs - 1) / cs <= 1024) return cluster_config(rows, nvec, cs, force_kind == 7 ? force_vpt : 0);
   }
-  if (nvec > 0 && (force_kind == 6 || (force_kind < 0 && nvec <= 64)))
-    return small_config(rows, nvec, force_kind == 6 ? force_vpt : 0, force_kind == 6 ? force_tx : 0,
-                        force_kind == 6 ? force_rpt : 0);
+  if (nvec > 0 && ((force_kind == 6 && nvec <= 128) || (force_kind < 0 && nvec <= 64))) {
+    c = small_config(rows, nvec, force_kind == 6 ? force_vpt : 0, force_kind == 6 ? force_tx : 0,
+                     force_kind == 6 ? force_rpt : 0);
+    // The tuner's persistent-grid experiment: at most force_ty device-fulls of blocks.
+    if (force_kind == 6 && force_ty > 0) {
+      const int64_t cap = (int64_t)force_ty * resident_blocks(6, c.vpt, 256);
+      if (cap > 0 && c.grid > cap) c.grid = cap;
+    }
+    return c;
+  }
   if (nvec == 0) {
     c.kind = 2;
     c.tx = hidden >= 1024 ? 256 : (hidden >= 256 ? 128 : 32);
     c.ty = 1;
     c.vpt = 1;
   } else {
-    if (nvec > 8 * 512) {
+    if (nvec > 8 * 512 || force_kind == 1) {
       c.kind = 1;
-      c.tx = 1024;
+      c.tx = force_kind == 1 && force_tx >= 32 && force_tx <= 1024 && force_tx % 32 == 0 ? force_tx : 1024;
       c.ty = 1;
       c.vpt = 1;
     } else {
@@ -658,7 +673,11 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
                               async_smem_bytes(hidden, elem_size, 1, fused) <= (size_t(48) << 10);
       bool use_async = false;
       if (force_kind == 3) use_async = async_fits;
-      else if (force_kind < 0) use_async = async_fits && async_by_rule(rows, nvec, fused);
+      // By rule only up to 1024 vectors (16 per thread: 2048x16384 47.0 us
+      // against 37.9 in registers), and past 512 vectors only from 4096 rows
+      // (2048x7168: 21.3 against 20.1 in registers; 8192x7168 61.0 against 67.4).
+      else if (force_kind < 0)
+        use_async = async_fits && nvec <= 8 * 128 && async_by_rule(rows, nvec, fused) && (nvec <= 512 || rows >= 4096);
       if (use_async) {
         c.kind = 3;
         c.vpt = avpt;

@@ -1,7 +1,8 @@
 """Smoke cases for rmsnorm, in the contract of `pipeline/smoke.py`.
 
 Every dtype (bf16, fp16, fp32) x both ops x these layouts: hidden sizes that
-are and are not multiples of 8 (1, 7, 33, 2048, 4096, 4100, 5120, 8192), one to
+are and are not multiples of 8 (1, 7, 33, 64 to 512 for several rows per warp,
+2048 to 65536, 4100; decode batches of long rows split over clusters), one to
 three leading dimensions, a row-strided slice, a transposed (non-foldable)
 input, a misaligned pointer (scalar path), more rows than the device holds at
 once (grid-stride loop), batches large enough for the shared-memory kernel
@@ -112,6 +113,22 @@ LAYOUTS = [
     # CUDA only, where the path exists (they add ~20 s to a CPU run).
     ((4096, 4096), "contiguous", 1e-6, (), ("cuda",)),  # rms_norm and fused
     ((2048, 3072), "row-strided", 1e-6, (), ("cuda",)),  # rms_norm, with a row stride
+    # rows_small (hidden <= 64 vectors: several rows per warp), row counts that
+    # do not fill the last block, a row stride:
+    ((1000, 128), "contiguous", 1e-6, ()),
+    ((37, 512), "contiguous", 1e-6, ()),
+    ((4097, 64), "contiguous", 1e-6, ()),
+    ((9, 256), "row-strided", 1e-6, ()),
+    ((70001, 128), "contiguous", 1e-6, (), ("cuda",)),
+    # rows_cluster (sm_90): decode batches of long rows, rows over 2048 vectors
+    ((1, 8192), "contiguous", 1e-6, ()),
+    ((64, 8192), "contiguous", 1e-6, ()),
+    ((3, 16384), "contiguous", 1e-6, ()),
+    ((2, 32768), "contiguous", 1e-6, ()),
+    ((2, 65536), "contiguous", 1e-6, ()),
+    ((20000, 8192), "contiguous", 1e-6, (), ("cuda",)),  # many long rows (rows_async, 8-16 vectors per thread)
+    # rows_async with 16 vectors per thread (hidden 16384 bf16)
+    ((300, 16384), "contiguous", 1e-6, (), ("cuda",)),
     ((64, 4096), "contiguous", 0.5, ()),
     ((0, 4096), "contiguous", 1e-6, ()),
     ((2, 0, 7), "contiguous", 1e-6, ()),

@@ -24,25 +24,127 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "rope_kernels.cuh"
+#include "cuda_pack.cuh"
 
 namespace {
 
+using rope_cuda::Pack16;
+using rope_cuda::from_float;
+using rope_cuda::is_aligned16;
+using rope_cuda::load_float;
+using rope_cuda::store_float;
+using rope_cuda::to_float;
+
 struct Shape {
   int64_t rows, C, D, R, inner, mid;
+  __device__ __forceinline__ int64_t table_row(int64_t t) const {
+    return ((t / (inner * mid)) * inner + t % inner) % R;
+  }
 };
 
-int multiprocessors() {
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c10::cuda::current_device()));
-  return sms;
+// One thread: N channels (one 16-byte pack of x) and, for rotate_half, the
+// N partner channels half a head away.
+template <typename T, typename TC, bool INTERLEAVED>
+__global__ void rope_vec_kernel(T* out, const T* x, const TC* __restrict__ cos, const TC* __restrict__ sin,
+                                Shape s) {
+  constexpr int N = Pack16<T>::N;
+  const int64_t half = s.D / 2;
+  const int64_t per_row = INTERLEAVED ? s.C / N : s.C / (2 * N);
+  const int64_t total = s.rows * per_row;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = u / per_row;
+    const int64_t k = u - t * per_row;
+    const int64_t trow = s.table_row(t);
+    const TC* crow = cos + trow * s.D;
+    const TC* srow = sin + trow * s.D;
+    const T* xrow = x + t * s.C;
+    T* orow = out + t * s.C;
+    if constexpr (INTERLEAVED) {
+      const int64_t c = k * N;
+      const int64_t j = c % s.D;
+      float xv[N], cv[N], sv[N], ov[N];
+      load_float<N>(xrow + c, xv);
+      load_float<N>(crow + j, cv);
+      load_float<N>(srow + j, sv);
+#pragma unroll
+      for (int i = 0; i < N; i += 2) {
+        ov[i] = xv[i] * cv[i] - xv[i + 1] * sv[i];
+        ov[i + 1] = xv[i + 1] * cv[i + 1] + xv[i] * sv[i + 1];
+      }
+      store_float<N>(orow + c, ov);
+    } else {
+      const int64_t packs_per_half = half / N;
+      const int64_t head = k / packs_per_half;
+      const int64_t j = (k - head * packs_per_half) * N;
+      const int64_t c = head * s.D + j;
+      float x1[N], x2[N], c1[N], c2[N], s1[N], s2[N], o1[N], o2[N];
+      load_float<N>(xrow + c, x1);
+      load_float<N>(xrow + c + half, x2);
+      load_float<N>(crow + j, c1);
+      load_float<N>(crow + j + half, c2);
+      load_float<N>(srow + j, s1);
+      load_float<N>(srow + j + half, s2);
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        o1[i] = x1[i] * c1[i] - x2[i] * s1[i];
+        o2[i] = x2[i] * c2[i] + x1[i] * s2[i];
+      }
+      store_float<N>(orow + c, o1);
+      store_float<N>(orow + c + half, o2);
+    }
+  }
+}
+
+// One thread: one rotating pair. For shapes or pointers the packs don't fit.
+template <typename T, typename TC, bool INTERLEAVED>
+__global__ void rope_scalar_kernel(T* out, const T* x, const TC* __restrict__ cos, const TC* __restrict__ sin,
+                                   Shape s) {
+  const int64_t half = s.D / 2;
+  const int64_t per_row = s.C / 2;
+  const int64_t total = s.rows * per_row;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = u / per_row;
+    const int64_t p = u - t * per_row;
+    const int64_t head = p / half;
+    const int64_t i = p - head * half;
+    const int64_t a = INTERLEAVED ? 2 * i : i;      // first member, within the head
+    const int64_t b = INTERLEAVED ? 2 * i + 1 : i + half;
+    const int64_t trow = s.table_row(t);
+    const TC* crow = cos + trow * s.D;
+    const TC* srow = sin + trow * s.D;
+    const int64_t base = t * s.C + head * s.D;
+    const float xa = to_float(x[base + a]);
+    const float xb = to_float(x[base + b]);
+    out[base + a] = from_float<T>(xa * to_float(crow[a]) - xb * to_float(srow[a]));
+    out[base + b] = from_float<T>(xb * to_float(crow[b]) + xa * to_float(srow[b]));
+  }
 }
 
 template <typename T, typename TC>
 void launch(T* out, const T* x, const TC* cos, const TC* sin, const Shape& s, bool interleaved,
             cudaStream_t stream) {
-  C10_CUDA_CHECK((rope_cuda::launch<T, TC>(out, x, cos, sin, s.rows, s.C, s.D, s.R, s.inner, s.mid, interleaved,
-                                           multiprocessors(), stream)));
+  constexpr int kThreads = 256;
+  constexpr int N = Pack16<T>::N;
+  // The vector path needs each pack inside one head (interleaved: D % N;
+  // rotate_half: each half a whole number of packs) and aligned pointers.
+  const bool fits = interleaved ? s.D % N == 0 : (s.D / 2) % N == 0;
+  const bool vec = fits && is_aligned16(out) && is_aligned16(x) && is_aligned16(cos) && is_aligned16(sin);
+  const int64_t units = vec ? s.rows * (interleaved ? s.C / N : s.C / (2 * N)) : s.rows * (s.C / 2);
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c10::cuda::current_device()));
+  // Enough blocks to fill the GPU several times over; the loop strides the rest.
+  const int64_t blocks = std::min<int64_t>((units + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 32);
+  const dim3 grid(static_cast<unsigned>(std::max<int64_t>(blocks, 1)));
+  if (vec) {
+    if (interleaved) rope_vec_kernel<T, TC, true><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+    else rope_vec_kernel<T, TC, false><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+  } else {
+    if (interleaved) rope_scalar_kernel<T, TC, true><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+    else rope_scalar_kernel<T, TC, false><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename T, typename AtT>

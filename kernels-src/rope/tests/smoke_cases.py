@@ -107,6 +107,8 @@ LAYOUTS = [
     ("bhsd", (2, 4, 9, 128), (True, False), "", ()),
     ("bhsd", (1, 2, 5, 36), (False,), "", ()),
     ("perhead", (1, 5000, 2, 64), (True,), "", ()),
+    ("bhsd", (8, 32, 1, 128), (False, True), "", ()),  # decode: one position per sample
+    ("bhsd", (3, 5, 7, 96), (False,), "", ()),  # divisors that are not powers of two
     ("perhead", (2, 5, 4, 64), (True, False), "misaligned", ()),
     ("perhead", (0, 5, 2, 64), (True,), "", ()),
 ]
