@@ -27,13 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # hubtesting
 
 os.environ["HF_HUB_DISABLE_XET"] = "1"  # before huggingface_hub is imported: this hub speaks Git LFS
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 from huggingface_hub import HfApi  # noqa: E402
 
-from pipeline.hub.testing import ServerProcess  # noqa: E402
+from hubtesting import ServerProcess  # noqa: E402
 
 TOKEN = "hf_benchmark_admin_token_0123456789"
 MiB = 1024 * 1024

@@ -14,8 +14,9 @@ from starlette.testclient import TestClient
 
 from pipeline.hub.app import build_app
 from pipeline.hub.auth import AuthStore
-from pipeline.hub.routes import Hub, routes
-from pipeline.hub.storage import Storage
+from pipeline.hub.context import Hub
+from pipeline.hub.registry import Storage
+from pipeline.hub.routes import routes
 
 
 class Env:

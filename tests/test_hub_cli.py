@@ -8,7 +8,7 @@ import sys
 import httpx
 
 from pipeline.cli import main
-from pipeline.hub.testing import REPO_ROOT, ServerProcess, subprocess_env
+from hubtesting import REPO_ROOT, ServerProcess, subprocess_env
 
 
 def _serve_once(root):
@@ -67,7 +67,7 @@ def test_one_server_per_root(tmp_path):
             cwd=REPO_ROOT,
             timeout=60,
         )
-    assert out.returncode == 11 and "HUB_ROOT_BUSY" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 11 and "hub-root-busy" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_token_and_trust_commands(tmp_path, capsys):

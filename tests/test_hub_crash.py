@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi, constants
 
-from pipeline.hub.testing import ServerProcess, subprocess_env
+from hubtesting import ServerProcess, subprocess_env
 
 pytestmark = pytest.mark.slow
 

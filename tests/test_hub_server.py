@@ -41,7 +41,7 @@ def test_one_hub_per_root(tmp_path):
     with EmbeddedHub(tmp_path):
         with pytest.raises(HubError) as err:
             EmbeddedHub(tmp_path).start()
-        assert err.value.code == "HUB_ROOT_BUSY"
+        assert err.value.code == "hub-root-busy"
     EmbeddedHub(tmp_path).start().stop()  # released at stop
 
 

@@ -6,11 +6,18 @@ unmodified `huggingface_hub` client and `kernels.get_kernel` talk to.
         hub.endpoint, hub.admin_token, hub.create_token("my-org", "read"), hub.client_env()
 
 `python -m pipeline hub serve --root DIR` runs the same server in the foreground.
-Modules: app (ASGI app, routing, access log), routes (the API), transfer (Git
-LFS uploads and /resolve downloads), storage (bare
-git repositories), lfs (content-addressed LFS store), auth (tokens, scopes,
-trusted namespaces), errors (domain error -> HTTP status + X-Error-Code),
-paths (validation of every client-supplied name), server (running it).
+
+Modules (each imports only the ones above it; none imports this package):
+
+    errors, paths          domain errors -> HTTP; validation of every client-supplied name
+    lfs, objects           content-addressed LFS store; git objects (gitdb) of one repository
+    repository             one repository: refs, trees, blobs
+    commits                the NDJSON commit payload and applying it as one git commit
+    registry, recovery     which repositories exist, create/delete, locks; repair after a crash
+    auth                   tokens, scopes, trusted namespaces, signed URLs
+    app, http, context     ASGI routing and error responses; reading requests; who may do what
+    api_account, api_repos, api_write, transfer    the endpoints
+    routes, server         the route table; running it (uvicorn, one server per root)
 """
 
 from __future__ import annotations

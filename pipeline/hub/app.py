@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, NoMatchFound, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pipeline.hub.errors import BadRequest, HubApiError, error_parts
+from pipeline.hub.errors import HubApiError, error_parts
 
 log = logging.getLogger("pipeline.hub")
 access_log = logging.getLogger("pipeline.hub.access")
@@ -112,8 +112,3 @@ def build_app(routes: list[RawRoute]) -> ASGIApp:
         exception_handlers={HubApiError: hub_error_response, 404: not_found},
     )
     return AccessLog(app)
-
-
-def invalid_params(request: Request) -> None:
-    if "__invalid__" in request.path_params:
-        raise BadRequest(request.path_params["__invalid__"])

@@ -22,8 +22,10 @@ import uvicorn
 from pipeline.errors import HubError
 from pipeline.hub.app import build_app
 from pipeline.hub.auth import AuthStore
-from pipeline.hub.routes import Hub, routes
-from pipeline.hub.storage import Storage
+from pipeline.hub.context import Hub
+from pipeline.hub.recovery import recover
+from pipeline.hub.registry import Storage
+from pipeline.hub.routes import routes
 
 log = logging.getLogger("pipeline.hub")
 
@@ -48,7 +50,7 @@ class RootLock:
             raise HubError(
                 f"another hub server (pid {holder}) is already serving {self.path.parent}",
                 hint="stop it, or give this one another --root",
-                code="HUB_ROOT_BUSY",
+                code="hub-root-busy",
             ) from None
         f.seek(0)
         f.truncate()
@@ -81,7 +83,7 @@ def prepare(root: Path, *, admin_token: str | None = None, trusted_namespaces=()
     try:
         storage = Storage(root)
         auth = AuthStore(root)
-        recovered = storage.recover()
+        recovered = recover(storage)
         for note in recovered:
             log.warning("recovery: %s", note)
         token, created = auth.ensure_admin(admin_token)
@@ -104,7 +106,7 @@ def bind(host: str, port: int) -> socket.socket:
         raise HubError(
             f"cannot listen on {host}:{port}: {exc.strerror}",
             hint="pick another --port (0 = any free port)",
-            code="HUB_BIND",
+            code="hub-bind",
         ) from None
     sock.listen(2048)
     sock.set_inheritable(True)
@@ -210,7 +212,7 @@ class EmbeddedHub:
             deadline = time.monotonic() + 30
             while not self._server.started:
                 if not self._thread.is_alive() or time.monotonic() > deadline:
-                    raise HubError("the embedded hub did not start", code="HUB_START")
+                    raise HubError("the embedded hub did not start", code="hub-start")
                 time.sleep(0.01)
         except BaseException:
             self.stop()

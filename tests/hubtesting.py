@@ -1,5 +1,7 @@
 """Helpers to run the hub as a separate process (tests, benchmarks): the real
-CLI, `python -m pipeline hub serve`, so a test can kill it with SIGKILL."""
+CLI, `python -m pipeline hub serve`, so a test can kill it with SIGKILL.
+
+A plain module (tests/ is on sys.path under pytest): `from hubtesting import ServerProcess`."""
 
 from __future__ import annotations
 
@@ -11,9 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-import pipeline
-
-REPO_ROOT = Path(pipeline.__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def subprocess_env(extra: dict[str, str] | None = None) -> dict[str, str]:
