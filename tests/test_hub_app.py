@@ -281,12 +281,6 @@ def test_organization_overview_reports_trust(env):
     assert env.client.get("/api/organizations/nobody/overview").status_code == 404
 
 
-def test_xet_is_refused_with_a_hint(env):
-    env.create()
-    r = env.client.get("/api/kernels/org/k/xet-write-token/main", headers=env.h(env.writer))
-    assert r.status_code == 501 and "HF_HUB_DISABLE_XET=1" in r.json()["error"]
-
-
 def test_validate_yaml(env):
     assert env.client.post("/api/validate-yaml", json={"content": "---\nlicense: mit\n---\n# x"}).status_code == 200
     r = env.client.post("/api/validate-yaml", json={"content": "---\nlicense: [mit\n---\n# x"})

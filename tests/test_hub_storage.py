@@ -23,8 +23,9 @@ from pipeline.hub.errors import (
 )
 from pipeline.hub.paths import repo_id
 from pipeline.hub.commits import AddBlob, AddLfs, DeleteFile, DeleteFolder, commit
-from pipeline.hub.recovery import recover
+from pipeline.hub.recovery import fsck, recover
 from pipeline.hub.registry import Storage
+from pipeline.hub.xet_store import XetStore
 
 RID = repo_id("kernel", "org", "k")
 
@@ -188,7 +189,7 @@ def test_list_tree(repo):
             repo.list_tree(sha, missing)
 
 
-def test_recover_removes_leftovers_and_rolls_back_an_incomplete_head(tmp_path, repo):
+def test_recover_removes_leftovers_and_never_rolls_back_a_head(tmp_path, repo):
     good = commit(repo, "main", [AddBlob("a", repo.write_blob(b"1"))], summary="good")
     # What a crash can leave behind: a ref lock, a temp object, a half upload, a half-created repository.
     (repo.dir / "refs" / "heads" / "main.lock").write_text("")
@@ -204,13 +205,22 @@ def test_recover_removes_leftovers_and_rolls_back_an_incomplete_head(tmp_path, r
     (repo.dir / "refs" / "heads" / "main.lock").write_text("")
     assert repo.objects.missing(bad) is not None
 
+    (repo.dir / "incoming" / "q.1" / "ab").mkdir(parents=True)  # a commit's quarantined objects
+
     notes = recover(Storage(tmp_path))
-    assert any("rolled back" in n for n in notes), notes
-    assert repo.branch_head("main") == good
+    # The head may be a commit a client was told had succeeded: reported, never moved.
+    assert repo.branch_head("main") == bad
+    assert any("incomplete" in n and "hub fsck" in n for n in notes), notes
     assert not (repo.dir / "refs" / "heads" / "main.lock").exists()
     assert not (repo.dir / "objects" / "obj12345").exists()
+    assert list((repo.dir / "incoming").iterdir()) == []
     assert list(repo.lfs.tmp.iterdir()) == [] and list((tmp_path / "repos" / ".staging").iterdir()) == []
-    assert recover(Storage(tmp_path)) == []  # idempotent
+    again = recover(Storage(tmp_path))
+    assert len(again) == 1 and "incomplete" in again[0]  # nothing left to remove; the damage is still reported
+
+    (problem,) = [p for p in fsck(Storage(tmp_path), XetStore(tmp_path)) if "incomplete" in p.problem]
+    assert problem.repo == str(repo.dir) and "refs/heads/main" in problem.problem
+    assert f"update-ref refs/heads/main {good} {bad}" in problem.fix
 
 
 def _git_commit_object(repo, tree: str, parent: str) -> str:

@@ -3,7 +3,6 @@ commits) plus creating and deleting a repository."""
 
 from __future__ import annotations
 
-import json
 import logging
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -14,13 +13,17 @@ from starlette.responses import JSONResponse, Response
 import pipeline.hub.paths as paths
 from pipeline.hub.context import Hub
 from pipeline.hub.errors import BadRequest, Conflict, Forbidden, InvalidToken, Unauthorized
-from pipeline.hub.http import base_url, flag, json_object, read_body, rev_param
+from pipeline.hub.http import base_url, flag, json_object, parse_json, read_body, rev_param
+from pipeline.hub.objects import CommitInfo
 from pipeline.hub.repository import Entry, Repository
+from pipeline.hub.xet_hash import to_hex
+from pipeline.hub.xet_store import RepoXet
 
 log = logging.getLogger("pipeline.hub")
 
 TREE_PAGE = 1000
 TREE_PAGE_EXPAND = 50
+COMMITS_PAGE = 100
 
 
 async def create_repo(hub: Hub, request: Request) -> Response:
@@ -108,8 +111,19 @@ async def refs(hub: Hub, request: Request) -> Response:
     return JSONResponse(body)
 
 
-def expanded(repo: Repository, commit: str, entry: Entry) -> dict:
+def entry_json(repo: Repository, entry: Entry) -> dict:
+    """A tree entry as the Hub lists it; `xetHash` for a file stored with Xet
+    (snapshot_download then skips the per-file HEAD)."""
     d = entry.to_json()
+    if entry.lfs is not None:
+        h = RepoXet(repo.dir).file_by_sha256(entry.lfs.oid)
+        if h is not None:
+            d["xetHash"] = to_hex(h)
+    return d
+
+
+def expanded(repo: Repository, commit: str, entry: Entry) -> dict:
+    d = entry_json(repo, entry)
     last = repo.last_commit(commit, entry.path)
     d["lastCommit"] = {"id": last.id, "title": last.title, "date": last.date}
     return d
@@ -139,7 +153,7 @@ async def tree(hub: Hub, request: Request) -> Response:
     if expand:
         body = await anyio.to_thread.run_sync(lambda: [expanded(repo, commit, e) for e in page])
     else:
-        body = [e.to_json() for e in page]
+        body = [entry_json(repo, e) for e in page]
     headers = {}
     if start + size < len(entries):
         # The next page names the commit, not the branch: pages stay consistent
@@ -153,10 +167,7 @@ async def tree(hub: Hub, request: Request) -> Response:
 
 def _paths_info_request(request: Request, raw: bytes) -> tuple[list, bool]:
     if request.headers.get("content-type", "").startswith("application/json"):
-        try:
-            body = json.loads(raw or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BadRequest("request body is not valid JSON") from None
+        body = parse_json(raw)
         if not isinstance(body, dict):
             raise BadRequest("expected a JSON object")
         wanted, expand = body.get("paths", []), bool(body.get("expand"))
@@ -165,6 +176,8 @@ def _paths_info_request(request: Request, raw: bytes) -> tuple[list, bool]:
         wanted, expand = form.get("paths", []), form.get("expand", ["false"])[0].lower() == "true"
     if isinstance(wanted, str):
         wanted = [wanted]
+    if not isinstance(wanted, list):
+        raise BadRequest("'paths' must be a list of paths")
     return wanted, expand
 
 
@@ -176,23 +189,35 @@ async def paths_info(hub: Hub, request: Request) -> Response:
     for p in wanted:
         entry = repo.entry(commit, paths.file_path(p, folder=True))
         if entry is not None:
-            out.append(expanded(repo, commit, entry) if expand else entry.to_json())
+            out.append(expanded(repo, commit, entry) if expand else entry_json(repo, entry))
     return JSONResponse(out)
 
 
+def _commit_json(c: CommitInfo) -> dict:
+    return {
+        "id": c.id,
+        "title": c.title,
+        "message": c.message.split("\n", 1)[1].strip() if "\n" in c.message else "",
+        "authors": [{"user": c.author}],
+        "date": c.date,
+    }
+
+
 async def commits(hub: Hub, request: Request) -> Response:
-    repo = hub.open_read(request, hub.api_rid(request))
+    rid = hub.api_rid(request)
+    repo = hub.open_read(request, rid)
     commit = repo.resolve(rev_param(request))
-    history = await anyio.to_thread.run_sync(repo.log, commit)
-    return JSONResponse(
-        [
-            {
-                "id": c.id,
-                "title": c.title,
-                "message": c.message.split("\n", 1)[1].strip() if "\n" in c.message else "",
-                "authors": [{"user": c.author}],
-                "date": c.date,
-            }
-            for c in history
-        ]
-    )
+    try:
+        page = int(request.query_params.get("p", "0") or 0)
+    except ValueError:
+        raise BadRequest("invalid page number") from None
+    if page < 0:
+        raise BadRequest("invalid page number")
+    first = page * COMMITS_PAGE
+    history = await anyio.to_thread.run_sync(repo.log, commit, first + COMMITS_PAGE + 1)
+    headers = {}
+    if len(history) > first + COMMITS_PAGE:
+        # Like the tree: the next page names the commit, so pages stay consistent.
+        url = f"{base_url(request)}/api/{rid.type}s/{rid.id}/commits/{commit}?p={page + 1}"
+        headers["Link"] = f'<{url}>; rel="next"'
+    return JSONResponse([_commit_json(c) for c in history[first : first + COMMITS_PAGE]], headers=headers)

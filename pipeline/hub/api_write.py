@@ -13,9 +13,11 @@ from starlette.responses import JSONResponse, Response
 
 import pipeline.hub.paths as paths
 from pipeline.hub.commits import AddBlob, Header, InlineFile, Item, Operation, PayloadParser, commit
+from pipeline.hub.content import size_of
 from pipeline.hub.context import Hub
 from pipeline.hub.errors import BadRequest, NotImplementedByHub, RevisionNotFound
-from pipeline.hub.http import base_url, flag, invalid_params, json_body, rev_param
+from pipeline.hub.http import base_url, flag, invalid_params, json_body, json_object, rev_param
+from pipeline.hub.objects import ObjectStore, Quarantine
 from pipeline.hub.repository import Repository
 
 log = logging.getLogger("pipeline.hub")
@@ -72,7 +74,26 @@ async def preupload(hub: Hub, request: Request) -> Response:
     return JSONResponse({"files": out, "commitOid": commit_id})
 
 
-async def _read_payload(repo: Repository, request: Request) -> tuple[Header, list[Operation]]:
+async def create_tag(hub: Hub, request: Request) -> Response:
+    repo, who = hub.open_write(request, hub.api_rid(request))
+    revision = paths.revision(request.path_params["rev"])
+    body = await json_object(request)
+    tag = paths.tag_name(body.get("tag"))
+    message = body.get("message") or ""
+    if not isinstance(message, str):
+        raise BadRequest("tag message must be a string")
+    await anyio.to_thread.run_sync(repo.create_tag, tag, revision, message, who.user)
+    return JSONResponse({})
+
+
+async def delete_tag(hub: Hub, request: Request) -> Response:
+    repo, _ = hub.open_write(request, hub.api_rid(request))
+    invalid_params(request)
+    await anyio.to_thread.run_sync(repo.delete_tag, paths.tag_name(request.path_params["tag"]))
+    return JSONResponse({})
+
+
+async def _read_payload(repo: Repository, request: Request, objects: ObjectStore) -> tuple[Header, list[Operation]]:
     """Parse the streamed NDJSON body, storing each inline file as it arrives."""
     parser = PayloadParser()
     header: Header | None = None
@@ -84,7 +105,7 @@ async def _read_payload(repo: Repository, request: Request) -> tuple[Header, lis
             if isinstance(item, Header):
                 header = item
             elif isinstance(item, InlineFile):
-                blob = await anyio.to_thread.run_sync(repo.write_blob, item.data)
+                blob = await anyio.to_thread.run_sync(repo.write_blob, item.data, objects)
                 operations.append(AddBlob(item.path, blob))
             else:
                 operations.append(item)
@@ -101,16 +122,36 @@ async def commit_endpoint(hub: Hub, request: Request) -> Response:
     rid = hub.api_rid(request)
     repo, who = hub.open_write(request, rid)
     invalid_params(request)
-    branch = paths.branch_name(request.path_params["rev"])
+    branch = paths.branch_ref(request.path_params["rev"])
     if flag(request, "create_pr"):
         raise NotImplementedByHub("pull requests are not supported by this hub: commit to a branch")
     if repo.branch_head(branch) is None:
         raise RevisionNotFound(f"Invalid rev id: {branch} (create the branch before committing to it)")
+    quarantine = repo.objects.quarantine()
     try:
-        header, operations = await _read_payload(repo, request)
+        sha, summary = await _commit_request(hub, request, repo, branch, who.user, quarantine)
     except ClientDisconnect:
         log.warning("%s: client went away during a commit to %s; nothing was committed", rid, branch)
         return Response(status_code=400)
+    finally:
+        quarantine.discard()
+    log.info("%s: %s -> %s", rid, branch, sha[:12])
+    return JSONResponse(
+        {
+            "success": True,
+            "commitOid": sha,
+            "commitMessage": summary,
+            "hookOutput": "",
+            "commitUrl": f"{base_url(request)}/{rid.url_prefix}{rid.id}/commit/{sha}",
+            "pullRequestUrl": None,
+        }
+    )
+
+
+async def _commit_request(
+    hub: Hub, request: Request, repo: Repository, branch: str, author: str, objects: Quarantine
+) -> tuple[str, str]:
+    header, operations = await _read_payload(repo, request, objects)
     sha = await anyio.to_thread.run_sync(
         lambda: commit(
             repo,
@@ -119,17 +160,9 @@ async def commit_endpoint(hub: Hub, request: Request) -> Response:
             summary=header.summary,
             description=header.description,
             parent=header.parent,
-            author=who.user,
+            author=author,
+            size_of=lambda oid: size_of(repo, hub.xet, oid),
+            objects=objects,
         )
     )
-    log.info("%s: %s -> %s (%d operations)", rid, branch, sha[:12], len(operations))
-    return JSONResponse(
-        {
-            "success": True,
-            "commitOid": sha,
-            "commitMessage": header.summary,
-            "hookOutput": "",
-            "commitUrl": f"{base_url(request)}/{rid.url_prefix}{rid.id}/commit/{sha}",
-            "pullRequestUrl": None,
-        }
-    )
+    return sha, header.summary

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gitdb.util import hex_to_bin
 
+import pipeline.hub.jsonlimit as jsonlimit
 import pipeline.hub.paths as paths
 from pipeline.hub.errors import (
     BadRequest,
@@ -33,7 +33,7 @@ from pipeline.hub.errors import (
     StaleParent,
 )
 from pipeline.hub.lfs import pointer
-from pipeline.hub.objects import FILE_MODE, Flat
+from pipeline.hub.objects import FILE_MODE, Flat, ObjectStore
 from pipeline.hub.repository import Repository
 
 MAX_COMMIT_LINE = 24 * 1024 * 1024  # one base64 inline file (regular files are <= 10 MB)
@@ -129,15 +129,14 @@ _PARSERS: dict[str, Callable[[dict], Item]] = {
 }
 
 
-def parse_line(line: bytes, loads: Callable[[bytes], object] = json.loads) -> Item | None:
+def parse_line(line: bytes) -> Item | None:
     """One NDJSON line -> an item (None for a blank line)."""
     if not line.strip():
         return None
-    try:
-        item = loads(line)
-        key, value = item["key"], item["value"]  # type: ignore[index]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
-        raise BadRequest('commit body must be NDJSON lines {"key": ..., "value": {...}}') from None
+    item = jsonlimit.loads(line, "a commit line")
+    if not isinstance(item, dict) or "key" not in item or "value" not in item:
+        raise BadRequest('commit body must be NDJSON lines {"key": ..., "value": {...}}')
+    key, value = item["key"], item["value"]
     if not isinstance(key, str) or key not in _PARSERS:
         raise BadRequest(f"unknown commit operation {key!r}")
     if not isinstance(value, dict):
@@ -149,10 +148,9 @@ class PayloadParser:
     """Splits a streamed body into lines and parses each as it completes, so an
     inline file can be stored before the next one arrives."""
 
-    def __init__(self, loads: Callable[[bytes], object] = json.loads) -> None:
+    def __init__(self) -> None:
         self._buffer = bytearray()
         self._inline_total = 0
-        self._loads = loads
 
     def feed(self, chunk: bytes) -> list[Item]:
         self._buffer += chunk
@@ -170,7 +168,7 @@ class PayloadParser:
         return self._parse(line)
 
     def _parse(self, line: bytes) -> list[Item]:
-        item = parse_line(line, self._loads)
+        item = parse_line(line)
         if item is None:
             return []
         if isinstance(item, InlineFile):
@@ -193,23 +191,28 @@ def _check_no_conflict(flat: Flat, dirs: set[str], path: str) -> None:
         raise BadRequest(f"cannot add '{path}': it is a folder")
 
 
-def _lfs_blob(repo: Repository, op: AddLfs, written: list[bytes]) -> bytes:
-    size = repo.lfs.size(op.oid)
+SizeOf = Callable[[str], "int | None"]  # LFS oid -> size of the stored object, None if absent
+
+
+def _lfs_blob(objects: ObjectStore, op: AddLfs, written: list[bytes], size_of: SizeOf) -> bytes:
+    size = size_of(op.oid)
     if size is None or (op.size is not None and size != op.size):
         raise LfsObjectMissing(
             f"LFS object {op.oid} for '{op.path}' was never uploaded to this repository"
             + ("" if size is None else f" with size {op.size}")
         )
-    return repo.objects.store(b"blob", pointer(op.oid, size), written)
+    return objects.store(b"blob", pointer(op.oid, size), written)
 
 
-def apply_operations(repo: Repository, flat: Flat, operations: Sequence[Operation], written: list[bytes]) -> None:
+def apply_operations(
+    objects: ObjectStore, flat: Flat, operations: Sequence[Operation], written: list[bytes], size_of: SizeOf
+) -> None:
     """Change the flat file map `flat` in place, operation by operation."""
     dirs = set().union(*(_parents_of(p) for p in flat)) if flat else set()
     for op in operations:
         if isinstance(op, (AddBlob, AddLfs)):
             _check_no_conflict(flat, dirs, op.path)
-            blob = hex_to_bin(op.blob) if isinstance(op, AddBlob) else _lfs_blob(repo, op, written)
+            blob = hex_to_bin(op.blob) if isinstance(op, AddBlob) else _lfs_blob(objects, op, written, size_of)
             flat[op.path] = (FILE_MODE, blob)
             dirs.update(_parents_of(op.path))
         elif isinstance(op, DeleteFile):
@@ -231,10 +234,16 @@ def commit(
     description: str = "",
     parent: str | None = None,
     author: str = "",
+    size_of: SizeOf | None = None,
+    objects: ObjectStore | None = None,
 ) -> str:
     """Apply `operations` on top of `branch` and move the branch, atomically.
 
-    Refused with StaleParent when `parent` is given and is not the head."""
+    Refused with StaleParent when `parent` is given and is not the head.
+    `size_of` finds LFS objects (default: the repository's LFS store); new
+    objects go to `objects` (default: the repository's store; a Quarantine
+    moves them there only when the commit is complete)."""
+    objects = objects or repo.objects
     with repo.lock():
         head = repo.branch_head(branch)
         if head is None:
@@ -246,10 +255,10 @@ def commit(
             )
         written: list[bytes] = [hex_to_bin(op.blob) for op in operations if isinstance(op, AddBlob)]
         flat = repo.objects.flatten(repo.tree_of(head))
-        apply_operations(repo, flat, operations, written)
-        tree = repo.objects.write_tree(flat, written)
-        sha = repo.objects.write_commit(tree, [head], summary, description, author, written)
-        repo.objects.fsync(written)
+        apply_operations(objects, flat, operations, written, size_of or repo.lfs.size)
+        tree = objects.write_tree(flat, written)
+        sha = objects.write_commit(tree, [head], summary, description, author, written)
+        objects.fsync(written)
         title = summary.splitlines()[0] if summary else ""
         repo.update_ref(f"refs/heads/{branch}", sha, head, f"commit: {title}")
         return sha

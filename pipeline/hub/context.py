@@ -3,7 +3,7 @@ checks that decide who may read or write a repository."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
@@ -12,12 +12,18 @@ from pipeline.hub.auth import ANONYMOUS, AuthStore, Principal, check_read, check
 from pipeline.hub.http import invalid_params
 from pipeline.hub.registry import Storage
 from pipeline.hub.repository import Repository
+from pipeline.hub.xet_store import XetStore
 
 
 @dataclass
 class Hub:
     storage: Storage
     auth: AuthStore
+    xet: XetStore = field(default=None)  # type: ignore[assignment]  # defaults to the store under storage.root
+
+    def __post_init__(self) -> None:
+        if self.xet is None:
+            self.xet = XetStore(self.storage.root)
 
     def principal(self, request: Request) -> Principal | None:
         return self.auth.authenticate(request.headers.get("authorization"))

@@ -4,11 +4,11 @@ read is a BadRequest (400) or PayloadTooLarge (413), never a 500."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 
+import pipeline.hub.jsonlimit as jsonlimit
 import pipeline.hub.paths as paths
 from pipeline.hub.errors import BadRequest, PayloadTooLarge
 from pipeline.hub.repository import DEFAULT_BRANCH
@@ -31,12 +31,7 @@ async def read_body(request: Request, limit: int = MAX_JSON_BODY) -> bytes:
 
 
 def parse_json(raw: bytes) -> Any:
-    if not raw.strip():
-        return {}
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    return {} if not raw.strip() else jsonlimit.loads(raw)
 
 
 async def json_body(request: Request) -> Any:

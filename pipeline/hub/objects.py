@@ -11,6 +11,8 @@ from __future__ import annotations
 import ctypes
 import io
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -110,6 +112,10 @@ def _tree_sort_key(item: tuple[str, int, bytes]) -> bytes:
     name, mode, _ = item
     # git orders a tree's entries by name, comparing a subtree as "name/".
     return name.encode() + (b"/" if mode == TREE_MODE else b"")
+
+
+def _ident(author: str) -> str:
+    return f"{author or 'anonymous'} <{author or 'anonymous'}@hub.local> {int(time.time())} +0000"
 
 
 def parse_commit(sha: str, data: bytes) -> CommitInfo:
@@ -236,6 +242,9 @@ class ObjectStore:
         for d in dirs:
             _fsync_path(d)
 
+    def quarantine(self) -> Quarantine:
+        return Quarantine(self)
+
     def write_tree(self, flat: Flat, written: list[bytes]) -> str:
         nested: dict = {}
         for path, (mode, binsha) in flat.items():
@@ -258,13 +267,55 @@ class ObjectStore:
 
         return bin_to_hex(write(nested)).decode()
 
+    def write_tag(self, name: str, target: str, message: str, author: str, written: list[bytes]) -> str:
+        lines = [f"object {target}", "type commit", f"tag {name}", f"tagger {_ident(author)}"]
+        data = ("\n".join(lines) + "\n\n" + message.strip() + "\n").encode("utf-8")
+        return bin_to_hex(self.store(b"tag", data, written)).decode()
+
     def write_commit(
         self, tree: str, parents: list[str], summary: str, description: str, author: str, written: list[bytes]
     ) -> str:
-        ident = f"{author or 'anonymous'} <{author or 'anonymous'}@hub.local> {int(time.time())} +0000"
+        ident = _ident(author)
         message = summary.strip() or "commit"
         if description.strip():
             message += "\n\n" + description.strip()
         lines = [f"tree {tree}", *(f"parent {p}" for p in parents), f"author {ident}", f"committer {ident}"]
         data = ("\n".join(lines) + "\n\n" + message + "\n").encode("utf-8")
         return bin_to_hex(self.store(b"commit", data, written)).decode()
+
+
+class Quarantine(ObjectStore):
+    """Objects of one request, written apart (`<repo>/incoming/<id>/`, as git
+    quarantines a push) until the commit that needs them is ready: `fsync()`
+    moves them into the store, `discard()` drops them. A failed commit, a disk
+    that filled up, a client that went away: nothing is left in the store."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        super().__init__(store.dir, store.caches)
+        self.odb = store.odb  # reads see the repository's objects
+        incoming = self.dir / "incoming"
+        incoming.mkdir(exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix="q.", dir=incoming))
+        self._staged = gitdb.LooseObjectDB(str(self.path))
+
+    def store(self, kind: bytes, data: bytes, written: list[bytes]) -> bytes:
+        istream = self._staged.store(IStream(kind, len(data), io.BytesIO(data)))
+        written.append(istream.binsha)
+        return istream.binsha
+
+    def fsync(self, written: Sequence[bytes]) -> None:
+        """Move the staged objects into the repository, then make them durable."""
+        moved = []
+        for binsha in set(written):
+            hexsha = bin_to_hex(binsha).decode()
+            src = self.path / hexsha[:2] / hexsha[2:]
+            if not src.exists():
+                continue  # already in the store
+            target = self.dir / "objects" / hexsha[:2] / hexsha[2:]
+            target.parent.mkdir(exist_ok=True)
+            os.replace(src, target)  # same bytes if it was there already
+            moved.append(binsha)
+        ObjectStore.fsync(self, moved)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)

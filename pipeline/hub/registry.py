@@ -48,8 +48,9 @@ class Storage:
         self.root = Path(root)
         self.repos_dir = self.root / "repos"
         self.staging = self.repos_dir / ".staging"
-        self.repos_dir.mkdir(parents=True, exist_ok=True)
-        self.staging.mkdir(exist_ok=True)
+        self.repos_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.repos_dir, 0o700)
+        self.staging.mkdir(exist_ok=True, mode=0o700)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.caches = Caches()

@@ -81,29 +81,46 @@ class Repository:
             for h in git.Head.list_items(self.git)
         )
 
-    def tags(self) -> list[tuple[str, str]]:
-        return sorted((t.name, t.commit.hexsha) for t in git.TagReference.list_items(self.git))
-
-    def branch_head(self, branch: str) -> str | None:
+    def _ref(self, ref: str) -> str | None:
         try:
-            return git.SymbolicReference.dereference_recursive(self.git, f"refs/heads/{branch}")
+            return git.SymbolicReference.dereference_recursive(self.git, ref)
         except (ValueError, OSError):
             return None
 
+    def peel(self, sha: str) -> str:
+        """A tag object -> the commit it names (a commit id stays as it is)."""
+        for _ in range(8):  # a tag of a tag of ...: bounded
+            if self.objects.kind(sha) != b"tag":
+                return sha
+            sha = self.objects.read(hex_to_bin(sha)).split(b"\n", 1)[0].split(b" ", 1)[1].decode()
+        raise RevisionNotFound(f"tag chain too long at {sha}")
+
+    def tags(self) -> list[tuple[str, str]]:
+        out = []
+        for t in git.TagReference.list_items(self.git):
+            sha = self._ref(t.path)
+            if sha is not None:
+                out.append((t.name, self.peel(sha)))
+        return sorted(out)
+
+    def branch_head(self, branch: str) -> str | None:
+        return self._ref(f"refs/heads/{branch}")
+
+    def tag_target(self, tag: str) -> str | None:
+        sha = self._ref(f"refs/tags/{tag}")
+        return None if sha is None else self.peel(sha)
+
     def resolve(self, revision: str) -> str:
-        """A branch, tag or full commit id -> commit id (RevisionNotFound otherwise)."""
+        """A branch, tag, full ref name or full commit id -> commit id (RevisionNotFound otherwise)."""
         if is_commit_id(revision):
             if self.objects.has(revision) and self.objects.kind(revision) == b"commit":
                 return revision
             raise RevisionNotFound(f"Invalid rev id: {revision}")
-        for ref in (f"refs/heads/{revision}", f"refs/tags/{revision}"):
-            try:
-                sha = git.SymbolicReference.dereference_recursive(self.git, ref)
-            except (ValueError, OSError):
-                continue
-            if ref.startswith("refs/tags/"):
-                sha = git.TagReference(self.git, ref).commit.hexsha
-            return sha
+        full = revision.startswith(("refs/heads/", "refs/tags/"))
+        for ref in [revision] if full else [f"refs/heads/{revision}", f"refs/tags/{revision}"]:
+            sha = self._ref(ref)
+            if sha is not None:
+                return self.peel(sha)
         raise RevisionNotFound(f"Invalid rev id: {revision}")
 
     def reflog(self, ref: str) -> list[str]:
@@ -143,13 +160,34 @@ class Repository:
                 raise RevisionNotFound(f"Invalid rev id: {branch}")
             self.git.git.update_ref("-d", f"refs/heads/{branch}", head)
 
+    def create_tag(self, tag: str, revision: str, message: str, author: str) -> str:
+        """A tag on `revision`: annotated when there is a message (as git tag -m)."""
+        with self.lock():
+            if self._ref(f"refs/tags/{tag}") is not None:
+                raise Conflict(f"Reference already exists: refs/tags/{tag}")
+            target = self.resolve(revision)
+            sha = target
+            if message.strip():
+                written: list[bytes] = []
+                sha = self.objects.write_tag(tag, target, message, author, written)
+                self.objects.fsync(written)
+            self.update_ref(f"refs/tags/{tag}", sha, ZERO, f"create tag {tag}")
+            return target
+
+    def delete_tag(self, tag: str) -> None:
+        with self.lock():
+            sha = self._ref(f"refs/tags/{tag}")
+            if sha is None:
+                raise RevisionNotFound(f"Invalid rev id: {tag} (no such tag)")
+            self.git.git.update_ref("-d", f"refs/tags/{tag}", sha)
+
     # -- reading -------------------------------------------------------------------
-    def write_blob(self, data: bytes) -> str:
-        """Store a small file's bytes (before the commit that uses them; an
-        object no ref reaches is harmless). Made durable by the commit."""
+    def write_blob(self, data: bytes, objects: ObjectStore | None = None) -> str:
+        """Store a small file's bytes before the commit that uses them (in
+        `objects`, the commit's quarantine; an object no ref reaches is harmless)."""
         if parse_pointer(data) is not None:
             raise BadRequest("a regular file must not be a Git LFS pointer: upload the file itself as an LFS file")
-        return bin_to_hex(self.objects.store(b"blob", data, [])).decode()
+        return bin_to_hex((objects or self.objects).store(b"blob", data, [])).decode()
 
     def read_blob(self, oid: str) -> bytes:
         return self.objects.read(hex_to_bin(oid))

@@ -16,12 +16,16 @@ Endpoints (T = models | kernels; P = "" for models, "kernels/" for kernels):
     api_write    POST /api/T/{repo}/preupload/{rev}          upload mode per file (regular | lfs)
                  POST /api/T/{repo}/commit/{rev}             NDJSON commit
                  POST|DELETE /api/T/{repo}/branch/{branch}   create_branch / delete_branch
+                 POST /api/T/{repo}/tag/{rev}, DELETE /api/T/{repo}/tag/{tag}   create_tag / delete_tag
     transfer     POST /P{repo}.git/info/lfs/objects/batch    Git LFS batch API (basic transfer)
                  PUT  /P{repo}.git/info/lfs/objects/{oid}    signed upload URL, streamed + verified
                  POST /P{repo}.git/info/lfs/objects/verify
                  GET  /P{repo}.git/info/lfs/objects/{oid}    download (batch "download")
-                 GET|HEAD /P{repo}/resolve/{rev}/{path}      file bytes, X-Repo-Commit, ETag, X-Linked-*
-                 *    /api/T/{repo}/xet-*-token/...          501: this hub speaks Git LFS, not Xet
+    downloads    GET|HEAD /P{repo}/resolve/{rev}/{path}      file bytes, X-Repo-Commit, ETag, X-Linked-*, X-Xet-*
+    xet_api      GET  /api/T/{repo}/xet-{read|write}-token/{rev}, and the CAS under /_xet (see xet_api)
+
+A revision is a branch, a tag, a commit id or a full ref name (refs/heads/..,
+refs/tags/..), percent-encoded as one path segment.
 """
 
 from __future__ import annotations
@@ -35,21 +39,13 @@ from starlette.responses import Response
 import pipeline.hub.api_account as api_account
 import pipeline.hub.api_repos as api_repos
 import pipeline.hub.api_write as api_write
+import pipeline.hub.downloads as downloads
 import pipeline.hub.transfer as transfer
+import pipeline.hub.xet_api as xet_api
 from pipeline.hub.app import RawRoute
 from pipeline.hub.context import Hub
-from pipeline.hub.errors import NotImplementedByHub
-
-XET_MESSAGE = (
-    "This hub does not implement Xet storage. Set HF_HUB_DISABLE_XET=1 in the client's environment so that"
-    " huggingface_hub uploads large files through Git LFS."
-)
 
 Handler = Callable[[Hub, Request], Awaitable[Response]]
-
-
-async def xet_token(hub: Hub, request: Request) -> Response:
-    raise NotImplementedByHub(XET_MESSAGE)
 
 
 def routes(hub: Hub) -> list[RawRoute]:
@@ -74,12 +70,21 @@ def routes(hub: Hub) -> list[RawRoute]:
         (rf"{api}/commit/(?P<rev>{seg})", api_write.commit_endpoint, ("POST",)),
         (rf"{api}/branch/(?P<branch>{seg})", api_write.create_branch, ("POST",)),
         (rf"{api}/branch/(?P<branch>{seg})", api_write.delete_branch, ("DELETE",)),
-        (rf"{api}/xet-(?:read|write)-token(?:/.*)?", xet_token, ("GET", "POST")),
+        (rf"{api}/tag/(?P<rev>{seg})", api_write.create_tag, ("POST",)),
+        (rf"{api}/tag/(?P<tag>{seg})", api_write.delete_tag, ("DELETE",)),
+        (rf"{api}/xet-(?P<scope>read|write)-token(?:/(?P<rev>{seg}))?", xet_api.xet_token, ("GET",)),
+        (rf"/_xet/v1/reconstructions/(?P<file>{seg})", xet_api.reconstruction, ("GET",)),
+        (rf"/_xet/v1/chunks/(?P<prefix>{seg})/(?P<chunk>{seg})", xet_api.dedup_query, ("GET",)),
+        (rf"/_xet/v1/xorbs/(?P<prefix>{seg})/(?P<xorb>{seg})", xet_api.xorb_upload, ("POST",)),
+        (rf"/_xet/v1/xorbs/(?P<prefix>{seg})/(?P<xorb>{seg})", xet_api.xorb_head, ("HEAD",)),
+        (r"/_xet/v1/shards", xet_api.shard_upload, ("POST",)),
+        (rf"/_xet/data/(?P<xorb>{seg})", xet_api.xorb_data, ("GET",)),
+        (r"/_xet/v2/.*", xet_api.not_v1, ("GET", "POST", "HEAD")),
         (rf"{lfs}/batch", transfer.lfs_batch, ("POST",)),
         (rf"{lfs}/verify", transfer.lfs_verify, ("POST",)),
         (rf"{lfs}/(?P<oid>[0-9a-f]{{64}})", transfer.lfs_put, ("PUT",)),
         (rf"{lfs}/(?P<oid>[0-9a-f]{{64}})", transfer.lfs_get, ("GET",)),
-        (rf"/(?P<kind>kernels/){resolve[1:]}", transfer.resolve, ("GET",)),
-        (resolve, transfer.resolve, ("GET",)),
+        (rf"/(?P<kind>kernels/){resolve[1:]}", downloads.resolve, ("GET",)),
+        (resolve, downloads.resolve, ("GET",)),
     ]
     return [RawRoute(pattern, partial(handler, hub), methods) for pattern, handler, methods in table]

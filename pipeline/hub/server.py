@@ -26,6 +26,7 @@ from pipeline.hub.context import Hub
 from pipeline.hub.recovery import recover
 from pipeline.hub.registry import Storage
 from pipeline.hub.routes import routes
+from pipeline.hub.xet_store import XetStore
 
 log = logging.getLogger("pipeline.hub")
 
@@ -79,11 +80,13 @@ def prepare(root: Path, *, admin_token: str | None = None, trusted_namespaces=()
     """Lock the root, repair what a crash left, make sure an admin token exists."""
     root = Path(root).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)  # repositories, tokens and content are no other local user's business
     lock = RootLock(root).acquire()
     try:
         storage = Storage(root)
         auth = AuthStore(root)
-        recovered = recover(storage)
+        xet = XetStore(root)
+        recovered = recover(storage, xet)
         for note in recovered:
             log.warning("recovery: %s", note)
         token, created = auth.ensure_admin(admin_token)
@@ -92,7 +95,7 @@ def prepare(root: Path, *, admin_token: str | None = None, trusted_namespaces=()
     except BaseException:
         lock.release()
         raise
-    return Prepared(Hub(storage, auth), lock, token, created, recovered)
+    return Prepared(Hub(storage, auth, xet), lock, token, created, recovered)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -154,7 +157,7 @@ class EmbeddedHub:
     """The real hub server on a background thread of this process.
 
         with EmbeddedHub(tmp_path / "hub", trusted_namespaces=["my-org"]) as hub:
-            os.environ.update(hub.client_env())   # HF_ENDPOINT, HF_HUB_DISABLE_XET
+            os.environ.update(hub.client_env())   # HF_ENDPOINT
             HfApi(endpoint=hub.endpoint, token=hub.admin_token).create_repo(...)
 
     Without `admin_token`, a session token with write access everywhere is made
@@ -256,6 +259,6 @@ class EmbeddedHub:
 
 
 def client_env(endpoint: str) -> dict[str, str]:
-    # huggingface_hub uploads through Xet whenever hf_xet is installed, with no
-    # server-side fallback; HF_HUB_DISABLE_XET=1 makes it use Git LFS instead.
-    return {"HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_XET": "1"}
+    # The hub speaks both Xet (what huggingface_hub uses when hf_xet is
+    # installed) and Git LFS (without it), so the endpoint is all a client needs.
+    return {"HF_ENDPOINT": endpoint}

@@ -1,6 +1,6 @@
-"""The endpoints that move file bytes: the Git LFS batch API with its signed
-PUT (uploads, streamed into the LFS store and verified) and `/resolve`
-(downloads, with the headers huggingface_hub's cache relies on).
+"""The Git LFS endpoints: the batch API with its signed PUT (uploads, streamed
+into the LFS store and verified), verify, and object downloads (from the LFS
+store or, for a file uploaded with Xet, its reconstruction).
 
 Each endpoint is a function of the `Hub` (context.py) and the request.
 """
@@ -12,21 +12,19 @@ from urllib.parse import urlencode
 
 import anyio
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 
 import pipeline.hub.paths as paths
+from pipeline.hub.content import find
 from pipeline.hub.context import Hub
+from pipeline.hub.downloads import serve_content
 from pipeline.hub.errors import BadRequest, EntryNotFound, LfsObjectMissing, Unauthorized
-from pipeline.hub.http import base_url, json_body, rev_param
+from pipeline.hub.http import base_url, json_body
 from pipeline.hub.repository import Repository
 
 log = logging.getLogger("pipeline.hub")
 
 MAX_LFS_OBJECT = 64 * 1024**3
-
-
-class LfsFileResponse(FileResponse):
-    chunk_size = 1024 * 1024  # fewer thread hops per byte than Starlette's 64 KiB
 
 
 def _batch_entry(hub: Hub, request: Request, repo: Repository, operation: str, base: str, obj: object) -> dict:
@@ -44,7 +42,8 @@ def _batch_entry(hub: Hub, request: Request, repo: Repository, operation: str, b
             "error": {"code": 422, "message": exc.message},
         }
     entry: dict = {"oid": oid, "size": size, "authenticated": True}
-    present = repo.lfs.has(oid, size)
+    found = find(repo, hub.xet, oid)
+    present = found is not None and found.size == size
     if operation == "upload" and not present:
         expires, sig = hub.auth.sign(str(repo.rid), oid, str(size))
         query = urlencode({"size": size, "expires": expires, "sig": sig})
@@ -107,7 +106,8 @@ async def lfs_verify(hub: Hub, request: Request) -> Response:
     body = await json_body(request)
     oid = paths.sha256_hex(body.get("oid") if isinstance(body, dict) else None)
     size = body.get("size")
-    if not repo.lfs.has(oid, size if isinstance(size, int) else None):
+    found = find(repo, hub.xet, oid)
+    if found is None or (isinstance(size, int) and found.size != size):
         raise LfsObjectMissing(f"LFS object {oid} is not stored with size {size}")
     return JSONResponse({"oid": oid, "size": size})
 
@@ -115,40 +115,7 @@ async def lfs_get(hub: Hub, request: Request) -> Response:
     rid = hub.file_rid(request)
     repo = hub.open_read(request, rid)
     oid = paths.sha256_hex(request.path_params["oid"])
-    if not repo.lfs.has(oid):
+    found = find(repo, hub.xet, oid)
+    if found is None:
         raise EntryNotFound(f"LFS object {oid} not found")
-    return LfsFileResponse(repo.lfs.path(oid), media_type="application/octet-stream", headers={"ETag": f'"{oid}"'})
-
-# -- downloads ---------------------------------------------------------------------
-async def resolve(hub: Hub, request: Request) -> Response:
-    rid = hub.file_rid(request)
-    p = request.path_params
-    repo = hub.open_read(request, rid)
-    commit = repo.resolve(rev_param(request))
-    path = paths.file_path(p["path"])
-    entry = await anyio.to_thread.run_sync(repo.entry, commit, path)
-    if entry is None or entry.type != "file":
-        err = EntryNotFound(f"Entry Not Found: '{path}' at revision {commit}")
-        err.extra_headers = {"X-Repo-Commit": commit}  # the client caches the absence per commit
-        raise err
-    headers = {"X-Repo-Commit": commit, "Accept-Ranges": "bytes", "Cache-Control": "private, max-age=0"}
-    if entry.lfs is not None:
-        target = repo.lfs.path(entry.lfs.oid)
-        if not target.is_file():
-            raise LfsObjectMissing(f"the LFS object of '{path}' is missing from this hub's store")
-        headers.update(
-            {
-                "ETag": f'"{entry.lfs.oid}"',
-                "X-Linked-Etag": f'"{entry.lfs.oid}"',
-                "X-Linked-Size": str(entry.lfs.size),
-            }
-        )
-        return LfsFileResponse(
-            target, media_type="application/octet-stream", headers=headers, filename=path.rsplit("/", 1)[-1]
-        )
-    headers["ETag"] = f'"{entry.oid}"'
-    if request.method == "HEAD":
-        headers["Content-Length"] = str(entry.size)
-        return Response(status_code=200, headers=headers, media_type="application/octet-stream")
-    data = await anyio.to_thread.run_sync(repo.read_blob, entry.oid)
-    return Response(data, headers=headers, media_type="application/octet-stream")
+    return serve_content(hub, request, found, {"ETag": f'"{oid}"', "Accept-Ranges": "bytes"})
