@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from pipeline.cli import main
 from hubtesting import REPO_ROOT, ServerProcess, subprocess_env
@@ -40,7 +41,11 @@ def test_help_explains_hf_endpoint(capsys):
         except SystemExit as exc:
             assert exc.code == 0
         out = capsys.readouterr().out
-        assert "HF_ENDPOINT" in out and "HF_HUB_DISABLE_XET=1" in out
+        # Xet is served: nothing else for a client to set.
+        assert "HF_ENDPOINT" in out and "HF_HUB_DISABLE_XET" not in out
+    with pytest.raises(SystemExit):  # a token on the command line is gone
+        main(["hub", "serve", "--token", "hf_visible_to_every_local_user_123"])
+    assert "--token" in capsys.readouterr().err
 
 
 def test_admin_token_is_created_once_and_printed_once(tmp_path):

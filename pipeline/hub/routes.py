@@ -23,6 +23,7 @@ Endpoints (T = models | kernels; P = "" for models, "kernels/" for kernels):
                  GET  /P{repo}.git/info/lfs/objects/{oid}    download (batch "download")
     downloads    GET|HEAD /P{repo}/resolve/{rev}/{path}      file bytes, X-Repo-Commit, ETag, X-Linked-*, X-Xet-*
     xet_api      GET  /api/T/{repo}/xet-{read|write}-token/{rev}, and the CAS under /_xet (see xet_api)
+    githttp      GET  /P{repo}[.git]/info/refs, POST .../git-upload-pack   git clone / fetch (read-only)
 
 A revision is a branch, a tag, a commit id or a full ref name (refs/heads/..,
 refs/tags/..), percent-encoded as one path segment.
@@ -40,6 +41,7 @@ import pipeline.hub.api_account as api_account
 import pipeline.hub.api_repos as api_repos
 import pipeline.hub.api_write as api_write
 import pipeline.hub.downloads as downloads
+import pipeline.hub.githttp as githttp
 import pipeline.hub.transfer as transfer
 import pipeline.hub.xet_api as xet_api
 from pipeline.hub.app import RawRoute
@@ -54,6 +56,7 @@ def routes(hub: Hub) -> list[RawRoute]:
     # Files: kernels live under /kernels/, models at the root (as on the Hub).
     lfs = rf"/(?P<kind>kernels/)?(?P<ns>{seg})/(?P<name>{seg})\.git/info/lfs/objects"
     resolve = rf"/(?P<ns>{seg})/(?P<name>{seg})/resolve/(?P<rev>{seg})/(?P<path>.+)"
+    git = rf"/(?P<kind>kernels/)?(?P<ns>{seg})/(?P<name>[^/]+?)(?:\.git)?"
     table: list[tuple[str, Handler, tuple[str, ...]]] = [
         (r"/api/whoami-v2", api_account.whoami, ("GET",)),
         (r"/api/repos/create", api_repos.create_repo, ("POST",)),
@@ -86,5 +89,8 @@ def routes(hub: Hub) -> list[RawRoute]:
         (rf"{lfs}/(?P<oid>[0-9a-f]{{64}})", transfer.lfs_get, ("GET",)),
         (rf"/(?P<kind>kernels/){resolve[1:]}", downloads.resolve, ("GET",)),
         (resolve, downloads.resolve, ("GET",)),
+        (rf"{git}/info/refs", githttp.info_refs, ("GET",)),
+        (rf"{git}/git-upload-pack", githttp.upload_pack, ("POST",)),
+        (rf"{git}/git-receive-pack", githttp.receive_pack, ("POST",)),
     ]
     return [RawRoute(pattern, partial(handler, hub), methods) for pattern, handler, methods in table]
