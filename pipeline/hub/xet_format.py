@@ -205,21 +205,36 @@ def parse_shard(data: bytes) -> Shard:
     return Shard(tuple(files), tuple(xorbs))
 
 
+def _truncated(h: bytes) -> int:
+    return int.from_bytes(h[:8], "little")  # how xet-core's lookup tables key a hash
+
+
 def dedup_shard(xorb: bytes, chunks: list[XorbChunk], stored: int, key: bytes, ttl_s: int = 7 * 86400) -> bytes:
     """The answer to a global dedup query: one xorb's chunk listing, chunk hashes
-    keyed with `key` (the client keys its own hashes to find matches), and a footer."""
+    keyed with `key` (the client keys its own hashes to find matches), and the
+    footer with the lookup tables xet-core reads a downloaded shard through:
+    xorb lookup (u64 key, u32 entry index) and chunk lookup (u64 key, u32 xorb
+    entry index, u32 chunk index), sorted by key."""
     out = bytearray(struct.pack("<32sQQ", SHARD_TAG, SHARD_HEADER_VERSION, SHARD_FOOTER_SIZE))
+    file_info = len(out)
     out += BOOKEND  # no files
-    cas_start = len(out)
+    xorb_info = len(out)
     total = sum(c.size for c in chunks)
     out += struct.pack("<32sIIII", xorb, 0, len(chunks), total, stored)
-    position = 0
+    keyed_hashes, position = [], 0
     for c in chunks:
-        out += struct.pack("<32sIIII", keyed(c.hash, key), position, c.size, 0, 0)
+        keyed_hashes.append(keyed(c.hash, key))
+        out += struct.pack("<32sIIII", keyed_hashes[-1], position, c.size, 0, 0)
         position += c.size
     out += BOOKEND
-    footer_offset = len(out)
+    file_lookup = xorb_lookup = len(out)  # no files: an empty file lookup
+    out += struct.pack("<QI", _truncated(xorb), 0)
+    chunk_lookup = len(out)
+    for k, i in sorted((_truncated(h), i) for i, h in enumerate(keyed_hashes)):
+        out += struct.pack("<QII", k, 0, i)
+    footer = len(out)
     now = int(time.time())
-    out += struct.pack("<QQQ48s32sQQ72sQ", SHARD_FOOTER_VERSION, 48, cas_start, bytes(48), key, now, now + ttl_s,
-                       bytes(72), footer_offset)  # fmt: skip
+    out += struct.pack("<9Q", SHARD_FOOTER_VERSION, file_info, xorb_info, file_lookup, 0, xorb_lookup, 1,
+                       chunk_lookup, len(chunks))  # fmt: skip
+    out += key + struct.pack("<QQ6QQQQQ", now, now + ttl_s, *([0] * 6), stored, 0, total, footer)
     return bytes(out)
