@@ -51,11 +51,9 @@ async def organization_overview(hub: Hub, request: Request) -> Response:
     invalid_params(request)
     ns = paths.name_part(request.path_params["ns"], "organization")
     trusted = ns in hub.auth.trusted_namespaces()
-    known = (
-        trusted
-        or ns in hub.storage.namespaces()
-        or any(ns == scope_ns for r in hub.auth.list_tokens() for scope_ns, _ in r.scopes)
-    )
+    # A namespace exists for others only through what they may see: its trust
+    # flag or a public repository. Its own readers see it whatever it holds.
+    known = trusted or hub.reader(request).can_read(ns) or hub.storage.has_public(ns)
     if not known:
         raise RepoNotFound(f"Organization {ns} not found")
     return JSONResponse(

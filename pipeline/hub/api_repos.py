@@ -26,6 +26,16 @@ TREE_PAGE_EXPAND = 50
 COMMITS_PAGE = 100
 
 
+def _field(body: dict, key: str) -> str | None:
+    """An optional string field of a JSON body (absent, null or "" -> None)."""
+    value = body.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"'{key}' must be a string")
+    return value
+
+
 async def create_repo(hub: Hub, request: Request) -> Response:
     body = await json_object(request)
     who = hub.principal(request)
@@ -33,7 +43,7 @@ async def create_repo(hub: Hub, request: Request) -> Response:
         raise InvalidToken("Invalid credentials in Authorization header")
     if who.anonymous:
         raise Unauthorized("You must be authenticated with a write token to create a repository")
-    rid = paths.repo_id(body.get("type") or "model", body.get("organization") or who.user, body.get("name", ""))
+    rid = paths.repo_id(_field(body, "type") or "model", _field(body, "organization") or who.user, body.get("name"))
     if not who.can_write(rid.namespace):
         raise Forbidden(f"Your token ({who.token_name}) has no write access to the namespace '{rid.namespace}'")
     visibility = body.get("visibility")
@@ -51,8 +61,8 @@ async def create_repo(hub: Hub, request: Request) -> Response:
 async def delete_repo(hub: Hub, request: Request) -> Response:
     body = await json_object(request)
     who = hub.principal(request)
-    ns = body.get("organization") or (who.user if who else "")
-    rid = paths.repo_id(body.get("type") or "model", ns, body.get("name", ""))
+    ns = _field(body, "organization") or (who.user if who else "")
+    rid = paths.repo_id(_field(body, "type") or "model", ns, body.get("name"))
     hub.open_write(request, rid)
     await anyio.to_thread.run_sync(hub.storage.delete, rid)
     return JSONResponse({})

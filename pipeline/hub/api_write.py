@@ -49,7 +49,8 @@ def _upload_mode(repo: Repository, commit_id: str, f: object) -> dict:
         raise BadRequest("each file must be an object")
     path = paths.file_path(f.get("path"))
     try:
-        sample = base64.b64decode(f.get("sample") or "", validate=True)
+        sample = f.get("sample")
+        sample = base64.b64decode("" if sample is None else sample, validate=True)
     except (binascii.Error, ValueError, TypeError):
         raise BadRequest(f"sample of '{path}' is not base64") from None
     size = f.get("size")
@@ -79,7 +80,8 @@ async def create_tag(hub: Hub, request: Request) -> Response:
     revision = paths.revision(request.path_params["rev"])
     body = await json_object(request)
     tag = paths.tag_name(body.get("tag"))
-    message = body.get("message") or ""
+    message = body.get("message")
+    message = "" if message is None else message
     if not isinstance(message, str):
         raise BadRequest("tag message must be a string")
     await anyio.to_thread.run_sync(repo.create_tag, tag, revision, message, who.user)

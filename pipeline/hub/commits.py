@@ -90,7 +90,8 @@ def parse_header(value: dict) -> Header:
     summary = value.get("summary") or ""
     if not isinstance(summary, str) or not summary.strip():
         raise BadRequest("commit summary is required")
-    description = value.get("description") or ""
+    description = value.get("description")
+    description = "" if description is None else description
     if not isinstance(description, str):
         raise BadRequest("commit description must be a string")
     parent = value.get("parentCommit")

@@ -66,7 +66,7 @@ class RepoId:
 
 def repo_type(value: object) -> str:
     """A singular repo type ("model" when absent, as the Hub defaults)."""
-    value = value or "model"
+    value = "model" if value is None or value == "" else value
     if not isinstance(value, str) or value not in REPO_TYPES:
         raise BadRequest(f"Invalid repo type {value!r}: this hub stores {', '.join(sorted(REPO_TYPES))} repositories")
     return value

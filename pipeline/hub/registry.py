@@ -88,6 +88,15 @@ class Storage:
                 found.update(p.name for p in type_dir.iterdir() if p.is_dir())
         return found
 
+    def has_public(self, namespace: str) -> bool:
+        for directory in self.repos_dir.glob(f"*s/{namespace}/*.git"):
+            try:
+                if not read_meta(directory).get("private"):
+                    return True
+            except (OSError, ValueError):
+                continue
+        return False
+
     def repositories(self) -> list[Path]:
         return sorted(p for p in self.repos_dir.glob("*s/*/*.git") if (p / "hub.json").is_file())
 

@@ -72,7 +72,8 @@ async def lfs_batch(hub: Hub, request: Request) -> Response:
         repo = hub.open_read(request, rid)
     else:
         raise BadRequest(f"unknown LFS operation {operation!r}")
-    transfers = body.get("transfers") or ["basic"]
+    transfers = body.get("transfers")
+    transfers = ["basic"] if transfers is None else transfers
     if not isinstance(transfers, list) or "basic" not in transfers:
         raise BadRequest("this hub offers the 'basic' LFS transfer only")
     if body.get("hash_algo", "sha256") != "sha256":

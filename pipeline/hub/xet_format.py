@@ -41,6 +41,9 @@ NONE, LZ4, BG4_LZ4 = 0, 1, 2
 class XetFormatError(BadRequest): ...
 
 
+class XetCheckFailed(BadRequest): ...  # well-formed, but a hash does not match (the spec answers 400)
+
+
 # -- xorbs ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class XorbChunk:

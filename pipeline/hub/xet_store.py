@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.fsutil import atomic_write_bytes, atomic_write_text
-from pipeline.hub.errors import BadRequest, ChecksumMismatch
+from pipeline.hub.errors import BadRequest
 from pipeline.hub.objects import LRU
-from pipeline.hub.xet_format import FileInfo, Shard, XetFormatError, XorbChunk, parse_xorb, read_chunk
+from pipeline.hub.xet_format import FileInfo, Shard, XetCheckFailed, XetFormatError, XorbChunk, parse_xorb, read_chunk
 from pipeline.hub.xet_hash import dedup_eligible, file_hash, from_hex, to_hex, verification_hash, xorb_hash
 
 _IDX = struct.Struct("<32sIII")
@@ -137,7 +137,7 @@ class XetStore:
         chunks, end = parse_xorb(body)
         actual = xorb_hash([(c.hash, c.size) for c in chunks])
         if actual != h:
-            raise ChecksumMismatch(f"xorb chunks hash to {to_hex(actual)}, not to {to_hex(h)} named in the URL")
+            raise XetCheckFailed(f"xorb chunks hash to {to_hex(actual)}, not to {to_hex(h)} named in the URL")
         if self.has_xorb(h):
             return False
         index = b"".join(_IDX.pack(c.hash, c.offset, c.stored, c.size) for c in chunks)
@@ -240,18 +240,18 @@ class XetStore:
             if t.size != held:
                 raise XetFormatError(f"file {name}: a term says {t.size} bytes, its chunks hold {held}")
             if t.verification is None or t.verification != verification_hash([c.hash for c in used]):
-                raise ChecksumMismatch(f"file {name}: a term's verification hash does not match its chunks")
+                raise XetCheckFailed(f"file {name}: a term's verification hash does not match its chunks")
             chunks.extend((c.hash, c.size) for c in used)
             terms.append(StoredTerm(t.xorb, t.start, t.end, t.size))
         if file_hash(chunks) != info.hash:
-            raise ChecksumMismatch(f"the chunks of file {name} hash to {to_hex(file_hash(chunks))}")
+            raise XetCheckFailed(f"the chunks of file {name} hash to {to_hex(file_hash(chunks))}")
         # The shard stores the sha256 like a xet hash: its string form is the usual hex digest.
         record = FileRecord(info.hash, info.size, to_hex(info.sha256), tuple(terms))
         digest = hashlib.sha256()
         for block in self.read_file(record):
             digest.update(block)
         if digest.hexdigest() != record.sha256:
-            raise ChecksumMismatch(f"file {name} hashes to sha256 {digest.hexdigest()}, its shard says {record.sha256}")
+            raise XetCheckFailed(f"file {name} hashes to sha256 {digest.hexdigest()}, its shard says {record.sha256}")
         return record
 
     # -- global deduplication ------------------------------------------------------------
