@@ -52,8 +52,13 @@ def _default_root() -> Path:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="hub_command", metavar="COMMAND")
-    fmt = argparse.RawDescriptionHelpFormatter
+    _add_serve(sub)
+    _add_admin(sub)
+    parser.set_defaults(_hub_parser=parser)
 
+
+def _add_serve(sub) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
     # allow_abbrev=False: `--token X` must not pass for `--token-file X` (a token on the command line).
     serve = sub.add_parser(
         "serve", help="run the hub server", description=SERVE_DESCRIPTION, formatter_class=fmt, allow_abbrev=False
@@ -85,6 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the endpoint (and a new admin token) as one JSON line"
     )
 
+
+def _add_admin(sub) -> None:
     token = sub.add_parser(
         "token",
         help="create a token",
@@ -117,7 +124,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     fsck.add_argument("--root", type=Path, default=None, help="data directory of the hub")
     fsck.add_argument("--json", action="store_true")
-    parser.set_defaults(_hub_parser=parser)
 
 
 def run(args: argparse.Namespace, output: Output) -> int:
