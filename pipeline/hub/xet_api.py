@@ -18,15 +18,16 @@ from __future__ import annotations
 import base64
 import logging
 import secrets
+from pathlib import Path
 from urllib.parse import urlencode
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response
 
 import pipeline.hub.paths as paths
 from pipeline.hub.context import Hub
-from pipeline.hub.errors import BadRequest, Forbidden, NotImplementedByHub, RepoNotFound, Unauthorized
+from pipeline.hub.errors import BadRequest, Forbidden, NotImplementedByHub, PayloadTooLarge, RepoNotFound, Unauthorized
 from pipeline.hub.http import base_url, invalid_params, read_body
 from pipeline.hub.ranges import parse_range
 from pipeline.hub.xet_format import MAX_SHARD, MAX_XORB, dedup_shard, parse_shard
@@ -38,6 +39,7 @@ log = logging.getLogger("pipeline.hub")
 TOKEN_TTL_S = 3600
 URL_TTL_S = 3600
 MAX_XORB_BODY = MAX_XORB + 4 * 1024 * 1024  # chunks plus xet-core's footer
+_WRITE_BATCH = 1 << 20
 
 
 def cas_url(request: Request) -> str:
@@ -148,14 +150,8 @@ async def xorb_data(hub: Hub, request: Request) -> Response:
     if wanted is None or wanted.start < int(lo) or wanted.end > int(hi) + 1:
         raise Forbidden(f"this URL grants bytes={signed} of the xorb: send that Range header")
 
-    def read() -> bytes:
-        with open(path, "rb") as f:
-            f.seek(wanted.start)
-            return f.read(wanted.length)
-
-    data = await anyio.to_thread.run_sync(read)
-    headers = {"Content-Range": wanted.content_range(size), "Accept-Ranges": "bytes"}
-    return Response(data, status_code=206, headers=headers, media_type="application/octet-stream")
+    # FileResponse answers the (checked) Range header itself, streaming from disk.
+    return FileResponse(path, media_type="application/octet-stream", headers={"Accept-Ranges": "bytes"})
 
 
 async def dedup_query(hub: Hub, request: Request) -> Response:
@@ -184,10 +180,33 @@ async def xorb_upload(hub: Hub, request: Request) -> Response:
     if request.path_params.get("prefix") != "default":
         raise BadRequest("the only xorb prefix is 'default'")
     h = _hash_param(request, "xorb")
-    body = await read_body(request, MAX_XORB_BODY)
-    inserted = await anyio.to_thread.run_sync(hub.xet.put_xorb, h, body)
-    log.info("xet: xorb %s (%d bytes) %s", to_hex(h)[:12], len(body), "stored" if inserted else "already stored")
+    tmp = hub.xet.new_tmp()
+    try:
+        size = await _receive(request, tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # client gone, too large, disk full: nothing stays
+        raise
+    inserted = await anyio.to_thread.run_sync(hub.xet.put_xorb_file, h, tmp)
+    log.info("xet: xorb %s (%d bytes) %s", to_hex(h)[:12], size, "stored" if inserted else "already stored")
     return JSONResponse({"was_inserted": inserted})
+
+
+async def _receive(request: Request, path: Path) -> int:
+    """Stream a request body into `path` (a xorb is up to 64 MiB: not held in memory)."""
+    size, pending, pending_len = 0, [], 0
+    with open(path, "wb") as f:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_XORB_BODY:
+                raise PayloadTooLarge(f"a xorb is larger than {MAX_XORB_BODY} bytes")
+            pending.append(chunk)
+            pending_len += len(chunk)
+            if pending_len >= _WRITE_BATCH:  # one thread hop per MiB, not per network read
+                block, pending, pending_len = b"".join(pending), [], 0
+                await anyio.to_thread.run_sync(f.write, block)
+        if pending:
+            await anyio.to_thread.run_sync(f.write, b"".join(pending))
+    return size
 
 
 async def shard_upload(hub: Hub, request: Request) -> Response:

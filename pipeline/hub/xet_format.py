@@ -19,7 +19,7 @@ from pipeline.hub.xet_hash import Chunk, chunk_hash, keyed
 
 CHUNK_HEADER = 8
 MAX_CHUNK = 128 * 1024  # a chunk's unpacked size limit
-MAX_XORB = 64 * 1024 * 1024  # serialized, chunks only
+MAX_XORB = 65 * 1024 * 1024  # serialized chunks: 64 MiB of data plus their headers (up to 8192 x 8 bytes)
 XORB_FOOTER_IDENT = b"XETBLOB"  # xet-core appends its own index after the chunks; we read the chunks
 
 SHARD_TAG = bytes(
@@ -102,13 +102,15 @@ def read_chunk(data: bytes | memoryview, offset: int) -> tuple[bytes, int]:
     return decode_chunk(scheme, bytes(data[start : start + compressed]), size), start + compressed
 
 
-def parse_xorb(body: bytes) -> tuple[list[XorbChunk], int]:
-    """The chunks of a serialized xorb, each hashed from its unpacked bytes, and
-    where the chunk data ends (a footer, if any, follows)."""
+def parse_xorb(body: bytes | memoryview) -> tuple[list[XorbChunk], int]:
+    """The chunks of a serialized xorb (bytes, or a memoryview of a mapped file),
+    each hashed from its unpacked bytes, and where the chunk data ends (a footer,
+    if any, follows)."""
     view = memoryview(body)
     chunks: list[XorbChunk] = []
     offset = 0
-    while offset < len(body) and not body.startswith(XORB_FOOTER_IDENT, offset):
+    ident = len(XORB_FOOTER_IDENT)
+    while offset < len(view) and view[offset : offset + ident] != XORB_FOOTER_IDENT:
         data, nxt = read_chunk(view, offset)
         chunks.append(XorbChunk(chunk_hash(data), offset, nxt - offset, len(data)))
         offset = nxt

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import struct
 import tempfile
@@ -132,17 +133,42 @@ class XetStore:
     def has_xorb(self, h: bytes) -> bool:
         return self.xorb_path(h).is_file() and _fanout(self.xorbs, h, ".idx").is_file()
 
+    def new_tmp(self) -> Path:
+        fd, name = tempfile.mkstemp(prefix="xorb.", dir=self.tmp)
+        os.close(fd)
+        return Path(name)
+
     def put_xorb(self, h: bytes, body: bytes) -> bool:
-        """Verify and store a serialized xorb; False when it was already stored."""
-        chunks, end = parse_xorb(body)
-        actual = xorb_hash([(c.hash, c.size) for c in chunks])
-        if actual != h:
-            raise XetCheckFailed(f"xorb chunks hash to {to_hex(actual)}, not to {to_hex(h)} named in the URL")
-        if self.has_xorb(h):
-            return False
-        index = b"".join(_IDX.pack(c.hash, c.offset, c.stored, c.size) for c in chunks)
-        self._write(_fanout(self.xorbs, h, ".idx"), index)
-        self._write(self.xorb_path(h), body[:end])  # present last: a xorb exists once its data does
+        """Verify and store a serialized xorb given as bytes (see put_xorb_file)."""
+        tmp = self.new_tmp()
+        tmp.write_bytes(body)
+        return self.put_xorb_file(h, tmp)
+
+    def put_xorb_file(self, h: bytes, tmp: Path) -> bool:
+        """Verify the serialized xorb received into `tmp` (one of new_tmp()) and
+        move it into the store; False when it was stored already. `tmp` is gone
+        afterwards either way. The file is mapped, not read: memory stays flat."""
+        try:
+            with open(tmp, "r+b") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    raise XetFormatError("xorb holds no chunks")
+                with mmap.mmap(f.fileno(), 0) as mapped:
+                    with memoryview(mapped) as view:
+                        chunks, end = parse_xorb(view)
+                actual = xorb_hash([(c.hash, c.size) for c in chunks])
+                if actual != h:
+                    raise XetCheckFailed(f"xorb chunks hash to {to_hex(actual)}, not to {to_hex(h)} named in the URL")
+                if self.has_xorb(h):
+                    return False
+                f.truncate(end)  # xet-core's footer repeats what the .idx holds
+                f.flush()
+                os.fsync(f.fileno())
+            index = b"".join(_IDX.pack(c.hash, c.offset, c.stored, c.size) for c in chunks)
+            self._write(_fanout(self.xorbs, h, ".idx"), index)
+            self.xorb_path(h).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, self.xorb_path(h))  # present last: a xorb exists once its data does
+        finally:
+            tmp.unlink(missing_ok=True)
         for c in chunks:
             if dedup_eligible(c.hash):
                 self._index_chunk(c.hash, h)
@@ -176,14 +202,10 @@ class XetStore:
     def read_chunks(self, h: bytes, start: int, end: int) -> Iterator[bytes]:
         """The unpacked bytes of chunks [start, end) of a stored xorb, one chunk at a time."""
         index = self.xorb_index(h) or []
-        first, last = index[start], index[end - 1]
         with open(self.xorb_path(h), "rb") as f:
-            f.seek(first.offset)
-            data = f.read(last.offset + last.stored - first.offset)
-        offset = 0
-        for _ in range(start, end):
-            chunk, offset = read_chunk(data, offset)
-            yield chunk
+            for c in index[start:end]:
+                f.seek(c.offset)
+                yield read_chunk(f.read(c.stored), 0)[0]
 
     # -- files -----------------------------------------------------------------------------
     def file_record(self, h: bytes) -> FileRecord | None:
