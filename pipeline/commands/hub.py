@@ -168,13 +168,11 @@ def _administer(args: argparse.Namespace, command: str, auth, output: Output) ->
 
 
 def _fsck(root: Path, output: Output) -> int:
-    from pipeline.hub.recovery import fsck
-    from pipeline.hub.registry import Storage
-    from pipeline.hub.xet_store import XetStore
+    from pipeline.hub.recovery import fsck_root
 
     if not (root / "repos").is_dir():
         raise HubError(f"{root} holds no hub data", hint="give the --root the server uses", code="hub-no-data")
-    problems = fsck(Storage(root), XetStore(root))
+    problems = fsck_root(root)
     if output.json_mode:
         output.emit_json({"root": str(root), "problems": [vars(p) for p in problems]})
     else:

@@ -29,7 +29,7 @@ LFS_THRESHOLD = 10 * 1024 * 1024
 
 async def create_branch(hub: Hub, request: Request) -> Response:
     repo, _ = hub.open_write(request, hub.api_rid(request))
-    branch = paths.branch_name(request.path_params["branch"])
+    branch = paths.branch_ref(request.path_params["branch"])
     body = await json_body(request)
     start = body.get("startingPoint") if isinstance(body, dict) else None
     if start is not None:
@@ -40,7 +40,7 @@ async def create_branch(hub: Hub, request: Request) -> Response:
 
 async def delete_branch(hub: Hub, request: Request) -> Response:
     repo, _ = hub.open_write(request, hub.api_rid(request))
-    await anyio.to_thread.run_sync(repo.delete_branch, paths.branch_name(request.path_params["branch"]))
+    await anyio.to_thread.run_sync(repo.delete_branch, paths.branch_ref(request.path_params["branch"]))
     return JSONResponse({})
 
 

@@ -152,3 +152,7 @@ def fsck(storage: Storage, xet: XetStore) -> list[Problem]:
         finally:
             repo.close()
     return problems
+
+
+def fsck_root(root: Path) -> list[Problem]:
+    return fsck(Storage(root), XetStore(root))

@@ -81,13 +81,6 @@ class Storage:
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
-    def namespaces(self) -> set[str]:
-        found = set()
-        for type_dir in self.repos_dir.glob("*s"):
-            if type_dir.is_dir() and not type_dir.name.startswith("."):
-                found.update(p.name for p in type_dir.iterdir() if p.is_dir())
-        return found
-
     def has_public(self, namespace: str) -> bool:
         for directory in self.repos_dir.glob(f"*s/{namespace}/*.git"):
             try:
