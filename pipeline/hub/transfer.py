@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlencode
 
-import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
