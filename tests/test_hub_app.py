@@ -14,8 +14,9 @@ from starlette.testclient import TestClient
 
 from pipeline.hub.app import build_app
 from pipeline.hub.auth import AuthStore
-from pipeline.hub.routes import Hub, routes
-from pipeline.hub.storage import Storage
+from pipeline.hub.context import Hub
+from pipeline.hub.registry import Storage
+from pipeline.hub.routes import routes
 
 
 class Env:
@@ -278,12 +279,6 @@ def test_organization_overview_reports_trust(env):
     env.auth.set_trusted("org")
     assert env.client.get("/api/organizations/org/overview").json()["trustedKernelPublisher"] is True
     assert env.client.get("/api/organizations/nobody/overview").status_code == 404
-
-
-def test_xet_is_refused_with_a_hint(env):
-    env.create()
-    r = env.client.get("/api/kernels/org/k/xet-write-token/main", headers=env.h(env.writer))
-    assert r.status_code == 501 and "HF_HUB_DISABLE_XET=1" in r.json()["error"]
 
 
 def test_validate_yaml(env):

@@ -6,9 +6,10 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from pipeline.cli import main
-from pipeline.hub.testing import REPO_ROOT, ServerProcess, subprocess_env
+from hubtesting import REPO_ROOT, ServerProcess, subprocess_env
 
 
 def _serve_once(root):
@@ -40,7 +41,11 @@ def test_help_explains_hf_endpoint(capsys):
         except SystemExit as exc:
             assert exc.code == 0
         out = capsys.readouterr().out
-        assert "HF_ENDPOINT" in out and "HF_HUB_DISABLE_XET=1" in out
+        # Xet is served: nothing else for a client to set.
+        assert "HF_ENDPOINT" in out and "HF_HUB_DISABLE_XET" not in out
+    with pytest.raises(SystemExit):  # a token on the command line is gone
+        main(["hub", "serve", "--token", "hf_visible_to_every_local_user_123"])
+    assert "--token" in capsys.readouterr().err
 
 
 def test_admin_token_is_created_once_and_printed_once(tmp_path):
@@ -67,7 +72,7 @@ def test_one_server_per_root(tmp_path):
             cwd=REPO_ROOT,
             timeout=60,
         )
-    assert out.returncode == 11 and "HUB_ROOT_BUSY" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 11 and "hub-root-busy" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_token_and_trust_commands(tmp_path, capsys):
@@ -83,4 +88,57 @@ def test_token_and_trust_commands(tmp_path, capsys):
         assert overview["trustedKernelPublisher"] is True
         # Revoking while the server runs takes effect at once.
         assert main(["hub", "trust", "org", "--revoke", "--root", str(root), "--json"]) == 0
-        assert httpx.get(f"{server.endpoint}/api/organizations/org/overview").json()["trustedKernelPublisher"] is False
+        # Untrusted and without a public repository: only its own readers still see it.
+        assert httpx.get(f"{server.endpoint}/api/organizations/org/overview").status_code == 404
+        auth = {"Authorization": f"Bearer {token}"}
+        mine = httpx.get(f"{server.endpoint}/api/organizations/org/overview", headers=auth)
+        assert mine.json()["trustedKernelPublisher"] is False
+
+
+def test_serve_reads_the_admin_token_from_a_file(tmp_path):
+    token = "hf_token_from_a_file_0123456789"
+    (tmp_path / "token").write_text(token + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(tmp_path / "hub"), "--port", "0",
+         "--token-file", str(tmp_path / "token")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=subprocess_env(), cwd=REPO_ROOT,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("HF_ENDPOINT=")
+        who = httpx.get(f"{line.split('=', 1)[1]}/api/whoami-v2", headers={"Authorization": f"Bearer {token}"})
+        assert who.status_code == 200 and who.json()["auth"]["accessToken"]["admin"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    missing = subprocess.run(
+        [sys.executable, "-m", "pipeline", "hub", "serve", "--root", str(tmp_path / "hub"), "--token-file",
+         str(tmp_path / "nope")], capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT,
+    )  # fmt: skip
+    assert missing.returncode == 11 and "hub-token-file" in missing.stderr
+
+
+def test_fsck_reports_damage_with_the_fix_and_exits_1(tmp_path, capsys):
+    from pipeline.hub.commits import AddBlob, commit
+    from pipeline.hub.paths import repo_id
+    from pipeline.hub.registry import Storage
+
+    root = tmp_path / "hub"
+    storage = Storage(root)
+    good = storage.create(repo_id("kernel", "org", "good"), private=False, author="a")
+    commit(good, "main", [AddBlob("ok.txt", good.write_blob(b"fine"))], summary="ok")
+    assert main(["hub", "fsck", "--root", str(root)]) == 0
+    assert "is clean" in capsys.readouterr().err
+
+    bad = storage.create(repo_id("kernel", "org", "bad"), private=False, author="a")
+    # What an older hub let through: a path git and Windows take for .git.
+    commit(bad, "main", [AddBlob(".GIT/config", bad.write_blob(b"x"))], summary="alias")
+    head = bad.branch_head("main")
+    obj = bad.dir / "objects" / head[:2] / head[2:]
+    obj.unlink()  # and a head whose commit object is gone
+    assert main(["hub", "fsck", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert f"{bad.dir}: hub-repo-damaged: refs/heads/main points to commit {head}, which is incomplete" in out
+    assert "fix: restore the repository from a backup; to drop it, `git -C" in out
+    assert str(good.dir) not in out
+    assert main(["hub", "fsck", "--root", str(tmp_path / "empty")]) == 11

@@ -12,7 +12,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, co
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
 from pipeline.hub import EmbeddedHub
-from pipeline.hub.testing import ServerProcess
+from hubtesting import ServerProcess
 
 BIG = 50 * 1024 * 1024
 REPO = "org/demo"

@@ -16,7 +16,7 @@ import torch
 from huggingface_hub import HfApi, constants
 
 from pipeline.hub import EmbeddedHub
-from pipeline.hub.testing import REPO_ROOT, subprocess_env
+from hubtesting import REPO_ROOT, subprocess_env
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ def test_embedded_hub_session_token_is_revoked_at_stop(tmp_path):
         assert hub.endpoint.startswith("http://127.0.0.1:") and hub.port > 0
         token = hub.admin_token
         assert _whoami(hub, token) == 200
-        assert hub.client_env() == {"HF_ENDPOINT": hub.endpoint, "HF_HUB_DISABLE_XET": "1"}
+        assert hub.client_env() == {"HF_ENDPOINT": hub.endpoint}
         reader = hub.create_token("org", "read")
         assert _whoami(hub, reader) == 200
         overview = httpx.get(f"{hub.endpoint}/api/organizations/org/overview").json()
@@ -41,9 +41,9 @@ def test_one_hub_per_root(tmp_path):
     with EmbeddedHub(tmp_path):
         with pytest.raises(HubError) as err:
             EmbeddedHub(tmp_path).start()
-        assert err.value.code == "HUB_ROOT_BUSY"
+        assert err.value.code == "hub-root-busy"
     EmbeddedHub(tmp_path).start().stop()  # released at stop
 
 
 def test_client_env():
-    assert client_env("http://h:1") == {"HF_ENDPOINT": "http://h:1", "HF_HUB_DISABLE_XET": "1"}
+    assert client_env("http://h:1") == {"HF_ENDPOINT": "http://h:1"}

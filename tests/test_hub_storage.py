@@ -1,4 +1,5 @@
-"""Hub repositories as bare git repositories (pipeline/hub/storage.py)."""
+"""Hub repositories as bare git repositories (pipeline/hub/registry.py,
+repository.py, objects.py, commits.py, recovery.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ from pipeline.hub.errors import (
     StaleParent,
 )
 from pipeline.hub.paths import repo_id
-from pipeline.hub.storage import AddBlob, AddLfs, DeleteFile, DeleteFolder, Storage
+from pipeline.hub.commits import AddBlob, AddLfs, DeleteFile, DeleteFolder, commit
+from pipeline.hub.recovery import fsck, recover
+from pipeline.hub.registry import Storage
+from pipeline.hub.xet_store import XetStore
 
 RID = repo_id("kernel", "org", "k")
 
@@ -53,7 +57,8 @@ def test_create_makes_a_bare_repo_with_an_initial_commit(tmp_path, repo):
 
 def test_commit_is_a_git_commit(repo):
     before = repo.branch_head("main")
-    sha = repo.commit(
+    sha = commit(
+        repo,
         "main",
         [AddBlob("a/b.txt", repo.write_blob(b"hello\n")), AddBlob("c", repo.write_blob(b"x"))],
         summary="add files",
@@ -76,11 +81,11 @@ def test_lfs_files_are_pointers_to_verified_objects(repo):
         yield data
 
     with pytest.raises(LfsObjectMissing):  # never uploaded
-        repo.commit("main", [AddLfs("w.bin", oid, len(data))], summary="x")
+        commit(repo, "main", [AddLfs("w.bin", oid, len(data))], summary="x")
     anyio.run(repo.lfs.ingest, oid, len(data), chunks())
     with pytest.raises(LfsObjectMissing):  # wrong size
-        repo.commit("main", [AddLfs("w.bin", oid, len(data) + 1)], summary="x")
-    sha = repo.commit("main", [AddLfs("w.bin", oid, len(data))], summary="lfs")
+        commit(repo, "main", [AddLfs("w.bin", oid, len(data) + 1)], summary="x")
+    sha = commit(repo, "main", [AddLfs("w.bin", oid, len(data))], summary="lfs")
     entry = repo.entry(sha, "w.bin")
     assert (
         entry.size == len(data) and entry.lfs.oid == oid and entry.lfs.pointer_size == len(lfs.pointer(oid, len(data)))
@@ -90,23 +95,23 @@ def test_lfs_files_are_pointers_to_verified_objects(repo):
 
 def test_deletions(repo):
     blob = repo.write_blob(b"1")
-    repo.commit("main", [AddBlob(p, blob) for p in ("build/a/x", "build/a/y", "build/b/z", "README.md")], summary="s")
+    commit(repo, "main", [AddBlob(p, blob) for p in ("build/a/x", "build/a/y", "build/b/z", "README.md")], summary="s")
     with pytest.raises(EntryNotFound):
-        repo.commit("main", [DeleteFile("nope")], summary="d")
-    repo.commit("main", [DeleteFolder("build/a"), DeleteFile("README.md")], summary="d")
+        commit(repo, "main", [DeleteFile("nope")], summary="d")
+    commit(repo, "main", [DeleteFolder("build/a"), DeleteFile("README.md")], summary="d")
     assert set(_files(repo)) == {"build/b/z"}
     # Delete-then-add in one commit keeps the added file (upload_folder with delete_patterns).
-    repo.commit("main", [DeleteFolder("build"), AddBlob("build/b/z", repo.write_blob(b"2"))], summary="r")
+    commit(repo, "main", [DeleteFolder("build"), AddBlob("build/b/z", repo.write_blob(b"2"))], summary="r")
     assert _files(repo) == {"build/b/z": b"2"}
 
 
 def test_file_and_folder_conflicts_are_refused(repo):
     blob = repo.write_blob(b"1")
-    repo.commit("main", [AddBlob("a/b", blob)], summary="s")
+    commit(repo, "main", [AddBlob("a/b", blob)], summary="s")
     head = repo.branch_head("main")
     for path in ("a", "a/b/c"):
         with pytest.raises(BadRequest):
-            repo.commit("main", [AddBlob(path, blob)], summary="conflict")
+            commit(repo, "main", [AddBlob(path, blob)], summary="conflict")
     assert repo.branch_head("main") == head
 
 
@@ -117,10 +122,10 @@ def test_regular_file_that_looks_like_an_lfs_pointer_is_refused(repo):
 
 def test_stale_parent_is_refused_and_changes_nothing(repo):
     parent = repo.branch_head("main")
-    repo.commit("main", [AddBlob("a", repo.write_blob(b"1"))], summary="first", parent=parent)
+    commit(repo, "main", [AddBlob("a", repo.write_blob(b"1"))], summary="first", parent=parent)
     head = repo.branch_head("main")
     with pytest.raises(StaleParent):
-        repo.commit("main", [AddBlob("b", repo.write_blob(b"2"))], summary="stale", parent=parent)
+        commit(repo, "main", [AddBlob("b", repo.write_blob(b"2"))], summary="stale", parent=parent)
     assert repo.branch_head("main") == head and set(_files(repo)) == {"a"}
 
 
@@ -131,7 +136,7 @@ def test_concurrent_commits_are_serialised(tmp_path, repo):
     def worker(i: int) -> None:
         try:
             other = Storage(tmp_path).open(RID)  # its own Repository, as each request has
-            other.commit("main", [AddBlob(f"f{i}", other.write_blob(str(i).encode()))], summary=f"c{i}")
+            commit(other, "main", [AddBlob(f"f{i}", other.write_blob(str(i).encode()))], summary=f"c{i}")
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -147,7 +152,7 @@ def test_concurrent_commits_are_serialised(tmp_path, repo):
 
 def test_branches_tags_and_revisions(repo):
     first = repo.branch_head("main")
-    repo.commit("main", [AddBlob("a", repo.write_blob(b"1"))], summary="s")
+    commit(repo, "main", [AddBlob("a", repo.write_blob(b"1"))], summary="s")
     assert repo.create_branch("v1", first) == first
     with pytest.raises(Conflict):
         repo.create_branch("v1", None)
@@ -158,7 +163,7 @@ def test_branches_tags_and_revisions(repo):
         with pytest.raises(RevisionNotFound):
             repo.resolve(bad)
     with pytest.raises(RevisionNotFound):
-        repo.commit("v2", [], summary="to a branch that does not exist")
+        commit(repo, "v2", [], summary="to a branch that does not exist")
     repo.delete_branch("v1")
     assert "v1" not in dict(repo.branches())
     with pytest.raises(BadRequest):
@@ -167,7 +172,8 @@ def test_branches_tags_and_revisions(repo):
 
 def test_list_tree(repo):
     blob = repo.write_blob(b"12345")
-    sha = repo.commit(
+    sha = commit(
+        repo,
         "main", [AddBlob("build/v1/a.py", blob), AddBlob("build/v2/b.py", blob), AddBlob("R", blob)], summary="s"
     )
     assert [(e.path, e.type) for e in repo.list_tree(sha)] == [("R", "file"), ("build", "directory")]
@@ -183,8 +189,8 @@ def test_list_tree(repo):
             repo.list_tree(sha, missing)
 
 
-def test_recover_removes_leftovers_and_rolls_back_an_incomplete_head(tmp_path, repo):
-    good = repo.commit("main", [AddBlob("a", repo.write_blob(b"1"))], summary="good")
+def test_recover_removes_leftovers_and_never_rolls_back_a_head(tmp_path, repo):
+    good = commit(repo, "main", [AddBlob("a", repo.write_blob(b"1"))], summary="good")
     # What a crash can leave behind: a ref lock, a temp object, a half upload, a half-created repository.
     (repo.dir / "refs" / "heads" / "main.lock").write_text("")
     (repo.dir / "objects" / "obj12345").write_bytes(b"partial")
@@ -197,15 +203,24 @@ def test_recover_removes_leftovers_and_rolls_back_an_incomplete_head(tmp_path, r
     (repo.dir / "refs" / "heads" / "main.lock").unlink()
     _git(repo, "update-ref", "refs/heads/main", bad, good)
     (repo.dir / "refs" / "heads" / "main.lock").write_text("")
-    assert not repo.is_complete(bad)
+    assert repo.objects.missing(bad) is not None
 
-    notes = Storage(tmp_path).recover()
-    assert any("rolled back" in n for n in notes), notes
-    assert repo.branch_head("main") == good
+    (repo.dir / "incoming" / "q.1" / "ab").mkdir(parents=True)  # a commit's quarantined objects
+
+    notes = recover(Storage(tmp_path))
+    # The head may be a commit a client was told had succeeded: reported, never moved.
+    assert repo.branch_head("main") == bad
+    assert any("incomplete" in n and "hub fsck" in n for n in notes), notes
     assert not (repo.dir / "refs" / "heads" / "main.lock").exists()
     assert not (repo.dir / "objects" / "obj12345").exists()
+    assert list((repo.dir / "incoming").iterdir()) == []
     assert list(repo.lfs.tmp.iterdir()) == [] and list((tmp_path / "repos" / ".staging").iterdir()) == []
-    assert Storage(tmp_path).recover() == []  # idempotent
+    again = recover(Storage(tmp_path))
+    assert len(again) == 1 and "incomplete" in again[0]  # nothing left to remove; the damage is still reported
+
+    (problem,) = [p for p in fsck(Storage(tmp_path), XetStore(tmp_path)) if "incomplete" in p.problem]
+    assert problem.repo == str(repo.dir) and "refs/heads/main" in problem.problem
+    assert f"update-ref refs/heads/main {good} {bad}" in problem.fix
 
 
 def _git_commit_object(repo, tree: str, parent: str) -> str:

@@ -250,7 +250,7 @@ def test_concurrent_publish_is_not_overwritten(hub, project, published):
 @pytest.mark.slow
 def test_server_dying_mid_upload_then_retry(tmp_path, project):
     """A real `hub serve` process, killed with SIGKILL while the .so is being sent."""
-    from pipeline.hub.testing import ServerProcess
+    from hubtesting import ServerProcess
 
     token = "hf_testadmintoken0123456789"
     root = tmp_path / "hub-proc"

@@ -1,4 +1,4 @@
-"""`hub serve | token | trust`: run and administer the embedded Kernel Hub."""
+"""`hub serve | token | trust | fsck`: run and administer the embedded Kernel Hub."""
 
 from __future__ import annotations
 
@@ -15,30 +15,32 @@ HELP = "the embedded Kernel Hub (hub serve)"
 DESCRIPTION = """\
 The embedded Kernel Hub: a server that the unmodified huggingface_hub client and
 kernels.get_kernel use as if it were the Hugging Face Hub. Repositories are bare
-git repositories under --root; large files go through Git LFS.
+git repositories under --root; large files go through Xet (hf_xet, content
+stored once) or Git LFS; `git clone` works read-only.
 
-Point a client at it with two environment variables:
+Point a client at it:
 
     export HF_ENDPOINT=http://127.0.0.1:8000   # where huggingface_hub and kernels send requests
-    export HF_HUB_DISABLE_XET=1                 # upload through Git LFS: this hub does not speak Xet
     export HF_TOKEN=hf_...                      # a token from this hub (writes, private repos)
 
 commands:
   serve   run the server in the foreground (logs each request on stderr)
   token   create a read or write token for a namespace
   trust   mark a namespace as a trusted kernel publisher (trustedKernelPublisher)
+  fsck    report repositories in a bad state, with the fix (exit 1 when any)
 """
 
 SERVE_DESCRIPTION = """\
 Serve the hub from --root until interrupted. On the first start an admin token
-(write access to every namespace) is created and printed once, unless --token
-or PIPELINE_HUB_TOKEN gives one. Stdout gets two shell-friendly lines when the
+(write access to every namespace) is created and printed once, unless
+PIPELINE_HUB_TOKEN or --token-file gives one (never on the command line, where
+every local user could read it). Stdout gets two shell-friendly lines when the
 server is listening:
 
     HF_ENDPOINT=http://127.0.0.1:8000
     PIPELINE_HUB_TOKEN=hf_...        (only when the token was just created)
 
-Clients: HF_ENDPOINT=<that url> HF_HUB_DISABLE_XET=1 HF_TOKEN=<token> python ...
+Clients: HF_ENDPOINT=<that url> HF_TOKEN=<token> python ...
 """
 
 
@@ -50,9 +52,17 @@ def _default_root() -> Path:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="hub_command", metavar="COMMAND")
-    fmt = argparse.RawDescriptionHelpFormatter
+    _add_serve(sub)
+    _add_admin(sub)
+    parser.set_defaults(_hub_parser=parser)
 
-    serve = sub.add_parser("serve", help="run the hub server", description=SERVE_DESCRIPTION, formatter_class=fmt)
+
+def _add_serve(sub) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    # allow_abbrev=False: `--token X` must not pass for `--token-file X` (a token on the command line).
+    serve = sub.add_parser(
+        "serve", help="run the hub server", description=SERVE_DESCRIPTION, formatter_class=fmt, allow_abbrev=False
+    )
     serve.add_argument(
         "--root",
         type=Path,
@@ -62,7 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (0 = any free port; default: %(default)s)")
     serve.add_argument(
-        "--token", default=None, help="admin token (default: $PIPELINE_HUB_TOKEN, else created on first start)"
+        "--token-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="read the admin token from PATH (default: $PIPELINE_HUB_TOKEN, else created on first start)",
     )
     serve.add_argument(
         "--trust",
@@ -76,6 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the endpoint (and a new admin token) as one JSON line"
     )
 
+
+def _add_admin(sub) -> None:
     token = sub.add_parser(
         "token",
         help="create a token",
@@ -98,10 +114,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     trust.add_argument("--root", type=Path, default=None, help="data directory of the hub")
     trust.add_argument("--revoke", action="store_true", help="remove the trust instead")
     trust.add_argument("--json", action="store_true")
-    parser.set_defaults(_hub_parser=parser)
+
+    fsck = sub.add_parser(
+        "fsck",
+        help="check every repository",
+        description="Check every repository under --root: refs pointing to incomplete commits, LFS or Xet "
+        "content that is not stored, paths the hub refuses, and `git fsck`. Prints each problem with its fix; "
+        "exits 1 when there is any. Reads only (a running server is fine).",
+    )
+    fsck.add_argument("--root", type=Path, default=None, help="data directory of the hub")
+    fsck.add_argument("--json", action="store_true")
 
 
 def run(args: argparse.Namespace, output: Output) -> int:
+    # The hub (uvicorn, starlette, gitpython) loads only for `hub`: every CLI verb imports this module.
     from pipeline.hub.auth import AuthStore
 
     command = getattr(args, "hub_command", None)
@@ -112,6 +138,8 @@ def run(args: argparse.Namespace, output: Output) -> int:
     try:
         if command == "serve":
             return _serve(args, root, output)
+        if command == "fsck":
+            return _fsck(root, output)
         return _administer(args, command, AuthStore(root), output)
     except OSError as exc:
         raise HubError(
@@ -139,6 +167,39 @@ def _administer(args: argparse.Namespace, command: str, auth, output: Output) ->
     return 2
 
 
+def _fsck(root: Path, output: Output) -> int:
+    from pipeline.hub.recovery import fsck_root
+
+    if not (root / "repos").is_dir():
+        raise HubError(f"{root} holds no hub data", hint="give the --root the server uses", code="hub-no-data")
+    problems = fsck_root(root)
+    if output.json_mode:
+        output.emit_json({"root": str(root), "problems": [vars(p) for p in problems]})
+    else:
+        for p in problems:
+            output.result(f"{p.repo}: hub-repo-damaged: {p.problem}")
+            output.result(f"  fix: {p.fix}")
+        output.info(f"hub fsck: {len(problems)} problem(s) in {root}" if problems else f"hub fsck: {root} is clean")
+    return 1 if problems else 0
+
+
+def _admin_token(args: argparse.Namespace) -> str | None:
+    if args.token_file is not None:
+        try:
+            token = args.token_file.expanduser().read_text().strip()
+        except OSError as exc:
+            raise HubError(
+                f"cannot read the token file {args.token_file}: {exc.strerror}",
+                hint="give a readable file holding one token",
+                code="hub-token-file",
+                path=str(args.token_file),
+            ) from None
+        if not token:
+            raise HubError(f"{args.token_file} is empty", hint="write the admin token into it", code="hub-token-file")
+        return token
+    return os.environ.get("PIPELINE_HUB_TOKEN") or None
+
+
 def _serve(args: argparse.Namespace, root: Path, output: Output) -> int:
     from pipeline.hub.server import serve
 
@@ -164,7 +225,7 @@ def _serve(args: argparse.Namespace, root: Path, output: Output) -> int:
         output.info(f"hub: serving {root} at {endpoint}")
         if prepared.admin_token_created:
             output.info("hub: a new admin token was created and printed above; it is not shown again")
-        output.info(f"hub: clients: HF_ENDPOINT={endpoint} HF_HUB_DISABLE_XET=1 HF_TOKEN=<token>")
+        output.info(f"hub: clients: HF_ENDPOINT={endpoint} HF_TOKEN=<token>")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             output.info("hub: warning: plain HTTP on a non-loopback address; put TLS in front of it")
 
@@ -172,7 +233,7 @@ def _serve(args: argparse.Namespace, root: Path, output: Output) -> int:
         root,
         host=args.host,
         port=args.port,
-        admin_token=args.token or os.environ.get("PIPELINE_HUB_TOKEN") or None,
+        admin_token=_admin_token(args),
         trusted_namespaces=args.trust,
         on_ready=on_ready,
     )

@@ -6,11 +6,20 @@ unmodified `huggingface_hub` client and `kernels.get_kernel` talk to.
         hub.endpoint, hub.admin_token, hub.create_token("my-org", "read"), hub.client_env()
 
 `python -m pipeline hub serve --root DIR` runs the same server in the foreground.
-Modules: app (ASGI app, routing, access log), routes (the API), transfer (Git
-LFS uploads and /resolve downloads), storage (bare
-git repositories), lfs (content-addressed LFS store), auth (tokens, scopes,
-trusted namespaces), errors (domain error -> HTTP status + X-Error-Code),
-paths (validation of every client-supplied name), server (running it).
+
+Modules (each imports only modules, never this package):
+
+    errors, paths, jsonlimit, ranges   domain errors -> HTTP; validation of every client-supplied name;
+                                       bounded JSON; Range headers
+    lfs, objects                       content-addressed LFS store; git objects (gitdb), commit quarantine
+    repository                         one repository: refs (branches, tags), trees, blobs
+    commits                            the NDJSON commit payload and applying it as one git commit
+    registry, recovery                 which repositories exist, create/delete, locks; repair at start, fsck
+    xet_hash, xet_format, xet_store    Xet protocol 1.0: hashes, xorb/shard formats, the chunk store
+    auth, content                      tokens, scopes, signed URLs; where a large file's bytes live
+    app, http, context                 ASGI routing and error responses; reading requests; who may do what
+    api_account, api_repos, api_write, transfer, downloads, xet_api, githttp    the endpoints
+    routes, server                     the route table; running it (uvicorn, one server per root)
 """
 
 from __future__ import annotations

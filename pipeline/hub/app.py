@@ -9,6 +9,7 @@ one. Each matched group is percent-decoded afterwards.
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
 import time
@@ -21,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, NoMatchFound, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pipeline.hub.errors import BadRequest, HubApiError, error_parts
+from pipeline.hub.errors import HubApiError, InsufficientStorage, error_parts
 
 log = logging.getLogger("pipeline.hub")
 access_log = logging.getLogger("pipeline.hub.access")
@@ -34,7 +35,7 @@ class RawRoute(BaseRoute):
 
     def __init__(self, pattern: str, endpoint: Endpoint, methods: tuple[str, ...]) -> None:
         self.pattern = pattern
-        self.regex = re.compile("^" + pattern + "$")
+        self.regex = re.compile(pattern)
         self.endpoint = endpoint
         self.methods = set(methods) | ({"HEAD"} if "GET" in methods else set())
         self.app = request_response(endpoint)
@@ -43,7 +44,7 @@ class RawRoute(BaseRoute):
         if scope["type"] != "http":
             return Match.NONE, {}
         raw = scope.get("raw_path") or scope["path"].encode()
-        m = self.regex.match(raw.split(b"?", 1)[0].decode("latin-1"))
+        m = self.regex.fullmatch(raw.split(b"?", 1)[0].decode("latin-1"))
         if not m:
             return Match.NONE, {}
         try:
@@ -69,11 +70,23 @@ class RawRoute(BaseRoute):
 def hub_error_response(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HubApiError)
     status, headers, body = error_parts(exc)
+    log.debug("%s %s -> %d %s", request.method, request.url.path, status, exc.message)
     headers.update(getattr(exc, "extra_headers", {}) or {})
     body.update(getattr(exc, "extra_body", {}) or {})
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def os_error_response(request: Request, exc: Exception) -> Response:
+    """A full disk is the operator's problem, not a bug: 507 with a message
+    (the writer that failed has already removed its temporary files)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+        full = InsufficientStorage(f"the hub's disk is full ({exc.strerror}): free space and retry")
+        return hub_error_response(request, full)
+    log.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"error": "Internal Server Error"}, status_code=500)
 
 
 class AccessLog:
@@ -109,11 +122,6 @@ def build_app(routes: list[RawRoute]) -> ASGIApp:
 
     app = Starlette(
         routes=routes,
-        exception_handlers={HubApiError: hub_error_response, 404: not_found},
+        exception_handlers={HubApiError: hub_error_response, OSError: os_error_response, 404: not_found},
     )
     return AccessLog(app)
-
-
-def invalid_params(request: Request) -> None:
-    if "__invalid__" in request.path_params:
-        raise BadRequest(request.path_params["__invalid__"])

@@ -56,7 +56,13 @@ class ChecksumMismatch(HubApiError): ...  # uploaded bytes do not hash to the oi
 class PayloadTooLarge(HubApiError): ...
 
 
-class NotImplementedByHub(HubApiError): ...  # Xet, pull requests
+class NotImplementedByHub(HubApiError): ...  # pull requests, V2 Xet endpoints
+
+
+class RangeNotSatisfiable(HubApiError): ...
+
+
+class InsufficientStorage(HubApiError): ...  # the disk is full
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ STATUS: dict[type[HubApiError], Wire] = {
     ChecksumMismatch: Wire(422, "ChecksumMismatch"),
     PayloadTooLarge: Wire(413, "PayloadTooLarge"),
     NotImplementedByHub: Wire(501, "NotImplemented"),
+    RangeNotSatisfiable: Wire(416, "RangeNotSatisfiable"),
+    InsufficientStorage: Wire(507, "InsufficientStorage"),
 }
 
 # huggingface_hub special-cases this exact X-Error-Message on a 401 (a bad

@@ -21,7 +21,7 @@ import anyio
 from pipeline.hub.errors import BadRequest, ChecksumMismatch, PayloadTooLarge
 
 POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1\n"
-_POINTER = re.compile(rb"^version https://git-lfs\.github\.com/spec/v1\noid sha256:([0-9a-f]{64})\nsize (\d+)\n$")
+_POINTER = re.compile(rb"version https://git-lfs\.github\.com/spec/v1\noid sha256:([0-9a-f]{64})\nsize (\d+)\n")
 # Chunks are gathered to this size before one trip to a worker thread, so a
 # 500 MB upload costs ~500 thread hops rather than ~8000.
 _WRITE_BATCH = 1 << 20
@@ -35,7 +35,7 @@ def pointer(oid: str, size: int) -> bytes:
 def parse_pointer(data: bytes) -> tuple[str, int] | None:
     if len(data) > 200 or not data.startswith(POINTER_PREFIX):
         return None
-    m = _POINTER.match(data)
+    m = _POINTER.fullmatch(data)
     return (m.group(1).decode(), int(m.group(2))) if m else None
 
 
@@ -123,6 +123,6 @@ class LfsStore:
         f.close()
         final = self.path(oid)
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(tmp, 0o444)
+        os.chmod(tmp, 0o600)  # readable by the hub alone
         os.replace(tmp, final)  # same bytes if it was already there: replacing is harmless
         _fsync_dir(final.parent)

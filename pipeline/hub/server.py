@@ -22,8 +22,11 @@ import uvicorn
 from pipeline.errors import HubError
 from pipeline.hub.app import build_app
 from pipeline.hub.auth import AuthStore
-from pipeline.hub.routes import Hub, routes
-from pipeline.hub.storage import Storage
+from pipeline.hub.context import Hub
+from pipeline.hub.recovery import recover
+from pipeline.hub.registry import Storage
+from pipeline.hub.routes import routes
+from pipeline.hub.xet_store import XetStore
 
 log = logging.getLogger("pipeline.hub")
 
@@ -48,7 +51,7 @@ class RootLock:
             raise HubError(
                 f"another hub server (pid {holder}) is already serving {self.path.parent}",
                 hint="stop it, or give this one another --root",
-                code="HUB_ROOT_BUSY",
+                code="hub-root-busy",
             ) from None
         f.seek(0)
         f.truncate()
@@ -77,11 +80,13 @@ def prepare(root: Path, *, admin_token: str | None = None, trusted_namespaces=()
     """Lock the root, repair what a crash left, make sure an admin token exists."""
     root = Path(root).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)  # repositories, tokens and content are no other local user's business
     lock = RootLock(root).acquire()
     try:
         storage = Storage(root)
         auth = AuthStore(root)
-        recovered = storage.recover()
+        xet = XetStore(root)
+        recovered = recover(storage, xet)
         for note in recovered:
             log.warning("recovery: %s", note)
         token, created = auth.ensure_admin(admin_token)
@@ -90,7 +95,7 @@ def prepare(root: Path, *, admin_token: str | None = None, trusted_namespaces=()
     except BaseException:
         lock.release()
         raise
-    return Prepared(Hub(storage, auth), lock, token, created, recovered)
+    return Prepared(Hub(storage, auth, xet), lock, token, created, recovered)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -104,7 +109,7 @@ def bind(host: str, port: int) -> socket.socket:
         raise HubError(
             f"cannot listen on {host}:{port}: {exc.strerror}",
             hint="pick another --port (0 = any free port)",
-            code="HUB_BIND",
+            code="hub-bind",
         ) from None
     sock.listen(2048)
     sock.set_inheritable(True)
@@ -152,7 +157,7 @@ class EmbeddedHub:
     """The real hub server on a background thread of this process.
 
         with EmbeddedHub(tmp_path / "hub", trusted_namespaces=["my-org"]) as hub:
-            os.environ.update(hub.client_env())   # HF_ENDPOINT, HF_HUB_DISABLE_XET
+            os.environ.update(hub.client_env())   # HF_ENDPOINT
             HfApi(endpoint=hub.endpoint, token=hub.admin_token).create_repo(...)
 
     Without `admin_token`, a session token with write access everywhere is made
@@ -210,7 +215,7 @@ class EmbeddedHub:
             deadline = time.monotonic() + 30
             while not self._server.started:
                 if not self._thread.is_alive() or time.monotonic() > deadline:
-                    raise HubError("the embedded hub did not start", code="HUB_START")
+                    raise HubError("the embedded hub did not start", code="hub-start")
                 time.sleep(0.01)
         except BaseException:
             self.stop()
@@ -254,6 +259,6 @@ class EmbeddedHub:
 
 
 def client_env(endpoint: str) -> dict[str, str]:
-    # huggingface_hub uploads through Xet whenever hf_xet is installed, with no
-    # server-side fallback; HF_HUB_DISABLE_XET=1 makes it use Git LFS instead.
-    return {"HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_XET": "1"}
+    # The hub speaks both Xet (what huggingface_hub uses when hf_xet is
+    # installed) and Git LFS (without it), so the endpoint is all a client needs.
+    return {"HF_ENDPOINT": endpoint}

@@ -1,5 +1,7 @@
 """Helpers to run the hub as a separate process (tests, benchmarks): the real
-CLI, `python -m pipeline hub serve`, so a test can kill it with SIGKILL."""
+CLI, `python -m pipeline hub serve`, so a test can kill it with SIGKILL.
+
+A plain module (tests/ is on sys.path under pytest): `from hubtesting import ServerProcess`."""
 
 from __future__ import annotations
 
@@ -11,14 +13,13 @@ import threading
 import time
 from pathlib import Path
 
-import pipeline
-
-REPO_ROOT = Path(pipeline.__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def subprocess_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child python that imports `pipeline` from this checkout."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_ENDPOINT", "HUGGING_FACE_HUB_TOKEN")}
+    dropped = ("HF_TOKEN", "HF_ENDPOINT", "HUGGING_FACE_HUB_TOKEN", "PIPELINE_HUB_TOKEN")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(extra or {})
     return env
@@ -47,15 +48,18 @@ class ServerProcess:
             str(self.root),
             "--port",
             "0",
-            "--token",
-            self.token,
             "--log-level",
             self.log_level,
         ]
         for ns in self.trust:
             cmd += ["--trust", ns]
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(), cwd=REPO_ROOT
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=subprocess_env({"PIPELINE_HUB_TOKEN": self.token}),  # never on the command line
+            cwd=REPO_ROOT,
         )
         # Drain stderr on a thread: a full pipe would block the server's logging.
         threading.Thread(target=self._drain, daemon=True).start()
