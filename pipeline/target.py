@@ -105,7 +105,7 @@ def started_target(target: Target, *, trusted_namespaces: tuple[str, ...] = ()) 
     try:
         hub.start()
     except HubError as exc:
-        if exc.code in ("hub-root-busy", "HUB_ROOT_BUSY"):
+        if exc.code == "hub-root-busy":
             raise PublishError(
                 f"the embedded Hub's data ({target.hub_root}) is being served by another process",
                 code="hub-start-failed", hint="publish through it: HF_ENDPOINT=<its url> HF_TOKEN=<its admin token> "

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pipeline.errors import Problem, VerifyError
 from pipeline.events import Event, Reporter, quiet
-from pipeline.target import is_hugging_face
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.workspace import Kernel
@@ -130,8 +129,6 @@ def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
     })
     if token:
         env["HF_TOKEN"] = token
-    if not is_hugging_face(endpoint):
-        env["HF_HUB_DISABLE_XET"] = "1"  # only the Hugging Face Hub speaks Xet
     # The child imports this package from wherever this process did.
     package_parent = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])

@@ -11,6 +11,8 @@ from pathlib import Path
 from pipeline.console import Output
 from pipeline.errors import HubError
 
+DAMAGED = "hub-repo-damaged"  # the code of each line `hub fsck` reports
+
 HELP = "the embedded Kernel Hub (hub serve)"
 DESCRIPTION = """\
 The embedded Kernel Hub: a server that the unmodified huggingface_hub client and
@@ -177,7 +179,7 @@ def _fsck(root: Path, output: Output) -> int:
         output.emit_json({"root": str(root), "problems": [vars(p) for p in problems]})
     else:
         for p in problems:
-            output.result(f"{p.repo}: hub-repo-damaged: {p.problem}")
+            output.result(f"{p.repo}: {DAMAGED}: {p.problem}")
             output.result(f"  fix: {p.fix}")
         output.info(f"hub fsck: {len(problems)} problem(s) in {root}" if problems else f"hub fsck: {root} is clean")
     return 1 if problems else 0

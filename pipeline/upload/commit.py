@@ -20,7 +20,6 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 from pipeline.events import Event, Reporter, quiet
 from pipeline.hubclient import MAIN, REPO_TYPE, guarded, heads, hf_bars_off, xet_available, xet_off
-from pipeline.target import is_hugging_face
 from pipeline.upload.plan import BranchPlan, UploadPlan, short_commit
 
 
@@ -183,12 +182,11 @@ def _branch_parent(api: HfApi, plan: UploadPlan, bplan: BranchPlan, current: dic
 
 
 def execute_plan(api: HfApi, plan: UploadPlan, *, report: Reporter = quiet,
-                 lfs_only: bool | None = None) -> tuple[CommitResult, ...]:
+                 lfs_only: bool = False) -> tuple[CommitResult, ...]:
     """Create what is missing and make one commit per branch that has changes."""
-    if lfs_only is None:
-        lfs_only = not is_hugging_face(api.endpoint)
-    # Through Xet, huggingface_hub shows its own progress (and refuses file
-    # objects); through LFS our progress reader sees every byte sent.
+    # Both the Hugging Face Hub and the embedded Hub speak Xet: huggingface_hub
+    # uses it whenever hf_xet is installed, and shows its own progress (it
+    # refuses file objects). Through LFS our progress reader sees every byte.
     transfer_report = report if (lfs_only or not xet_available()) else None
     created = _Created()
     results: list[CommitResult] = []
