@@ -13,7 +13,7 @@ named `torch-<backend>` (nix-builder/lib/variants/torch.nix), and so does this:
 
 The id is `_<python_name>_<backend>_<rev>` per backend, as kernel-builder's
 `metadata-<backend>.json` has it; `backend.archs` is the project's
-`[torch-noarch] cuda-capabilities` (cuda) or `rocm-archs` (rocm), the only
+`[torch-noarch] cuda_capabilities` (cuda) or `rocm_archs` (rocm), the only
 archs kernel-builder can know before a build (`precomputable_backend_archs`).
 kernel-builder's `_ops.py` works the backend out when it is imported, because
 one file serves every backend there; ours is written per variant with its id,
@@ -42,8 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from pipeline.project import KernelProject
 
 Report = Callable[[Event], None]
-# Where [torch-noarch] keeps the archs metadata.json records per backend.
-ARCH_KEYS = {"cuda": "cuda-capabilities", "rocm": "rocm-archs"}
+# Where [torch-noarch] keeps the archs metadata.json records per backend. The
+# keys are snake_case: kernels-data's TorchNoarch has no kebab-case rename
+# (its parser refuses `cuda-capabilities` there).
+ARCH_KEYS = {"cuda": "cuda_capabilities", "rocm": "rocm_archs"}
 
 
 class _Unchanged(Exception):
@@ -81,7 +83,7 @@ def noarch_variants(project: "KernelProject", requested: str | None) -> tuple[Va
 
 
 def declared_archs(project: "KernelProject") -> dict[str, tuple[str, ...]]:
-    """[torch-noarch] cuda-capabilities / rocm-archs by backend.
+    """[torch-noarch] cuda_capabilities / rocm_archs by backend.
 
     Read here because the project model does not carry them yet; the table was
     validated by kernels' parser before this runs."""
