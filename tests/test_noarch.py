@@ -1,7 +1,7 @@
 """Noarch kernels end to end: matrix, build, check, smoke, publish, verify.
 
 The subject is kernels-src/softmax-triton (`[torch-noarch]`: Triton on CUDA,
-the same algorithm in PyTorch on CPU), copied into a throw-away git
+torch's softmax on the CPU), copied into a throw-away git
 repository so that its ids are clean and nothing is written into this one.
 What kernel-builder does with such a project (nix-builder/lib/variants/
 torch.nix `kernelVariant`, extension/torch/no-arch.nix, kernel-builder's

@@ -1,4 +1,4 @@
-"""Softmax over the last dimension: Triton on CUDA, the same algorithm in PyTorch on CPU.
+"""Softmax over the last dimension: Triton on CUDA, torch's own softmax (float32) on the CPU.
 
 A noarch kernel (`[torch-noarch]`): pure Python, packaged once per backend
 (`torch-cuda`, `torch-cpu`) and loaded with `kernels.get_kernel`.
