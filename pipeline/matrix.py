@@ -304,9 +304,9 @@ def compute_matrix(project: "KernelProject", policy: MatrixPolicy) -> list[Varia
 
 def _representative_key(v: Variant) -> tuple:
     """Newest torch; for CUDA the newest major at its lowest minor; x86_64-linux first."""
-    cuda = version_key(v.backend_version or "0")
+    major, minor = ([int(n) for n in re.findall(r"\d+", v.backend_version or "")] + [0, 0])[:2]
     system = SYSTEM_ORDER.index(v.system) if v.system in SYSTEM_ORDER else len(SYSTEM_ORDER)
-    return (version_key(v.torch), cuda[:1], tuple(-n for n in cuda[1:]), -system)
+    return (version_key(v.torch), major, -minor, -system)
 
 
 def noarch_variants(builds: Iterable[Variant]) -> list[Variant]:

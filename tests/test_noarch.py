@@ -35,7 +35,7 @@ from pipeline.workspace import resolve
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "kernels-src" / "softmax-triton"
 FILES = ["__init__.py", "_ops.py", "_triton.py", "layers.py", "metadata.json", "op.py"]
-POLICY = MatrixPolicy(torch=("2.12", "2.13"), cuda=("12.6", "13"), archs=("x86_64", "aarch64"),
+POLICY = MatrixPolicy(torch=("2.12", "2.13"), cuda=("12.6", "13.0", "13.2"), archs=("x86_64", "aarch64"),
                       backends=("cuda", "cpu", "rocm", "xpu", "metal"))
 
 
@@ -91,7 +91,7 @@ def test_a_noarch_project_gets_one_variant_per_backend_standing_for_every_build(
     as_arch = compute_matrix(dataclasses.replace(project, framework="torch"), POLICY)
     cuda, cpu = variants
     # What kernel-builder would otherwise build for the backend, each build a cell the variant serves.
-    assert set(cuda.serves) == {v.name for v in as_arch if v.backend == "cuda"} and len(cuda.serves) == 8
+    assert set(cuda.serves) == {v.name for v in as_arch if v.backend == "cuda"} and len(cuda.serves) == 12
     assert set(cpu.serves) == {v.name for v in as_arch if v.backend == "cpu"} and cpu.cells == cpu.serves
     # Built and tested with the newest torch, the lowest minor of the newest CUDA major, on x86_64-linux.
     assert (cuda.torch, cuda.backend_version, cuda.system) == ("2.13", "13.0", "x86_64-linux")
@@ -184,6 +184,20 @@ def test_the_cli_builds_and_checks_noarch(project_dir, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and [v["framework"] for v in report["variants"]] == ["torch (noarch)"] * 2
     assert [v["target"] for v in report["variants"]] == ["CPU", "CUDA"]
+
+
+def test_the_ci_plan_smoke_tests_the_noarch_kernel_whatever_cuda_the_gpu_runner_has(tmp_path):
+    outputs = tmp_path / "outputs"
+    env = {**os.environ, "GITHUB_OUTPUT": str(outputs), "GPU_RUNNER_LABEL": "gpu", "GPU_RUNNER_CUDA": "13.2",
+           "PYTHONPATH": str(REPO)}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    subprocess.run([sys.executable, "ci/plan.py", "--mode", "release"], cwd=REPO, env=env, check=True,
+                   capture_output=True, text=True)
+    values = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    smoke = {r["kernel"]: r for r in json.loads(values["smoke"])["include"]}
+    row = smoke["softmax-triton"]
+    assert (row["variant"], row["noarch"], row["torch"], row["backend_version"]) == ("torch-cuda", True, "2.13", "13.0")
+    assert all(r["backend_version"] == "13.2" for k, r in smoke.items() if k != "softmax-triton")
 
 
 # ---------------------------------------------------------------- check
