@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import cli
-from pipeline.build import build_project
-from pipeline.build import layout
+from pipeline.build import build_project, layout
 from pipeline.bundle import check_bundle
 from pipeline.errors import BuildError, MatrixError
 from pipeline.matrix import Variant, compute_matrix, host_variant, noarch_variants
