@@ -66,13 +66,14 @@ def pick_per_kernel(variants: list[dict], *, backend: str, arch: str, cuda: str 
     else the lowest minor of the newest major: PyTorch publishes wheels for
     the first minor of a CUDA major long before later ones, and a build for
     13.0 loads on every 13.x driver (kernels accepts a build minor <= the
-    system's)."""
+    system's). A noarch row (torch-cuda) serves every CUDA version, so `cuda`
+    does not filter it; its torch and CUDA are those it is tested with."""
     best: dict[str, tuple[tuple, dict]] = {}
     for row in variants:
         if row.get("backend") != backend or row.get("arch") != arch or row.get("os") != "linux":
             continue
         version = _version_key(row.get("backend_version"))
-        if cuda and version != _version_key(cuda):
+        if cuda and version != _version_key(cuda) and not row.get("noarch"):
             continue
         # Newest torch, then newest major, then lowest minor.
         key = (_version_key(row.get("torch")), version[:1], tuple(-v for v in version[1:]))

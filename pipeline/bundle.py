@@ -1,7 +1,9 @@
 """`check BUILD_DIR`: is this build tree fit to publish?
 
 A bundle is a directory of variant directories (`build/<variant>/`, or one
-kernel's directory of a Nix `result/`). Every rule that `kernels` itself
+kernel's directory of a Nix `result/`): arch variants (`torch213-cxx11-cu130-
+x86_64-linux`, with their `<id>.abi3.so`) or noarch ones (`torch-cuda`: Python
+only; a compiled library there is an error, as it would load on any platform). Every rule that `kernels` itself
 enforces is checked with `kernels`' own code: `Metadata` parses metadata.json,
 `Digest` hashes and validates the files, `kernels.variants.parse_variant`
 parses the directory names. The ABI of every shared object is checked with
@@ -222,7 +224,8 @@ def describe_variant(parsed) -> tuple[str | None, str | None, str | None]:
         if version is not None:
             target += f" {version}"
         return fw_text, target, f"{parsed.arch.platform}-{parsed.arch.os}"
-    return "torch (noarch)", parsed.arch.backend_name, None
+    name = parsed.arch.backend_name
+    return "torch (noarch)", {"cpu": "CPU", "metal": "Metal"}.get(name, name.upper()), None
 
 
 def _check_abi(so: Path, rel: str, os_name: str | None, col: _Collector) -> None:
@@ -362,19 +365,37 @@ def _check_digest(meta, vdir: Path, rel_dir: Path, col: _Collector) -> None:
         col.error(rel_dir, "digest-mismatch", f"cannot hash the variant: {exc}")
 
 
+def _named_backend(parsed) -> str | None:
+    """The backend a variant's name gives (arch and noarch alike; `npu` is kernels' noarch name for cann)."""
+    from kernels.variants import ArchVariant, NoarchVariant
+
+    if isinstance(parsed, ArchVariant):
+        return parsed.arch.backend.name
+    if isinstance(parsed, NoarchVariant):
+        return "cann" if parsed.arch.backend_name == "npu" else parsed.arch.backend_name
+    return None
+
+
 def _check_contents(meta, parsed, vdir: Path, rel_dir: Path, files: tuple[str, ...], col: _Collector) -> dict:
     """Backend, package, extension name and provenance; returns the provenance summary."""
-    from kernels.variants import ArchVariant
+    from kernels.variants import ArchVariant, NoarchVariant
 
     backend_type = str(meta.backend.backend_type).lower()
-    if parsed is not None and isinstance(parsed, ArchVariant) and parsed.arch.backend.name != backend_type:
+    named = _named_backend(parsed)
+    if named is not None and named != "universal" and named != backend_type:
         col.error(rel_dir / "metadata.json", "backend-mismatch",
-                  f"metadata backend is {backend_type!r} but the variant name says {parsed.arch.backend.name!r}")
+                  f"metadata backend is {backend_type!r} but the variant name says {named!r}")
     if not (vdir / "__init__.py").is_file() and not (vdir / meta.name.python_name / "__init__.py").is_file():
         col.error(rel_dir / "__init__.py", "variant-incomplete", "the variant has no __init__.py; kernels cannot import it")
     sos = [f for f in files if f.endswith(".so") or f.endswith(".pyd")]
     if isinstance(parsed, ArchVariant) and parsed.arch.backend.name not in ("metal",) and not sos:
         col.warning(rel_dir, "variant-incomplete", "arch variant without a compiled extension (.so)")
+    if isinstance(parsed, NoarchVariant) and sos:
+        # kernels loads a noarch variant on every OS, CPU and torch version of its backend.
+        col.error(rel_dir / sos[0], "noarch-compiled", f"noarch variant {parsed.variant_str} holds compiled "
+                  f"code ({', '.join(sos)}), which would be loaded on every platform",
+                  hint="compiled kernels go in [kernel.*] with a [torch] binding (arch variants); a [torch-noarch] "
+                       "package is Python only")
     if sos and not any(Path(s).name.startswith(meta.id) for s in sos):
         col.error(rel_dir, "extension-name-mismatch", f"no shared object named after the kernel id {meta.id!r} "
                   f"(found {', '.join(sos)})", hint="the extension module must be <id>.abi3.so")

@@ -17,6 +17,15 @@ major asks for exactly that (and follows the project's `minver`: with
 is also dropped when every CUDA kernel of the project is skipped by its own
 `cuda-minver` (nothing would be compiled).
 
+A torch-noarch project (pure Python, e.g. Triton) is built once per backend,
+as kernel-builder does (nix-builder/lib/variants/torch.nix, `kernelVariant`:
+a backend without compiled kernels gets `torch-<backend>`): every selected
+build of a backend collapses into one `torch-<backend>` variant. That variant
+keeps the fields of one build it stands for (the newest torch; for CUDA the
+lowest minor of the newest major; x86_64-linux first), which say where it is
+built and tested, and `serves` lists every build it replaces: the systems
+`verify` resolves it for.
+
 `Variant.name` is the directory name `kernels` resolves; `Variant.parse`
 goes through `kernels`' own parser, so this module keeps no second copy of
 its naming rules beyond formatting.
@@ -27,7 +36,7 @@ from __future__ import annotations
 import functools
 import platform
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
@@ -67,9 +76,16 @@ class Variant:
     arch: str  # x86_64 | aarch64
     os: str  # linux | darwin
     cxx11: bool
+    # torch-<backend>: the fields above are those of the build it is made and
+    # tested with ("" when parsed from a bare name); `serves` names every build
+    # of the matrix it stands for.
+    noarch: bool = False
+    serves: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
+        if self.noarch:
+            return f"torch-{self.backend}"
         torch = f"torch{_flatten(self.torch)}"
         if self.backend in _BACKEND_TOKEN:
             compute = f"{_BACKEND_TOKEN[self.backend]}{_flatten(self.backend_version or '')}"
@@ -80,8 +96,13 @@ class Variant:
 
     @property
     def system(self) -> str:
-        """The Nix system, e.g. x86_64-linux."""
-        return f"{self.arch}-{self.os}"
+        """The Nix system, e.g. x86_64-linux ("" for a noarch variant parsed from its name)."""
+        return f"{self.arch}-{self.os}" if self.arch else ""
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """The builds (arch variant names) whose systems this variant must serve."""
+        return self.serves if self.noarch else (self.name,)
 
     def __str__(self) -> str:
         return self.name
@@ -91,7 +112,7 @@ class Variant:
         """Parse a variant directory name with `kernels`' own parser."""
         try:
             from kernels.backends import CPU, CUDA, XPU, Metal, ROCm
-            from kernels.variants import ArchVariant, Torch, parse_variant
+            from kernels.variants import ArchVariant, NoarchVariant, Torch, parse_variant
         except ImportError as exc:  # pragma: no cover - kernels is a dependency
             raise MatrixError(f"cannot parse variant {name!r}: the kernels package is not installed ({exc})",
                               code="kernels-missing", hint="pip install kernels") from None
@@ -100,10 +121,12 @@ class Variant:
         except (ValueError, TypeError) as exc:
             raise MatrixError(f"{name!r} is not a variant name ({exc})", code="variant-name-invalid",
                               hint="variant names look like torch213-cxx11-cu130-x86_64-linux") from None
+        if isinstance(parsed, NoarchVariant):
+            return cls._parse_noarch(name, parsed.arch.backend_name)
         if not isinstance(parsed, ArchVariant) or not isinstance(parsed.framework, Torch):
-            raise MatrixError(f"{name!r} is a noarch, stable-ABI or tvm-ffi variant; this pipeline builds "
-                              "torch arch variants only", code="variant-kind-unsupported",
-                              hint="variant names look like torch213-cxx11-cu130-x86_64-linux")
+            raise MatrixError(f"{name!r} is a stable-ABI or tvm-ffi variant; this pipeline builds "
+                              "torch arch and noarch variants only", code="variant-kind-unsupported",
+                              hint="variant names look like torch213-cxx11-cu130-x86_64-linux or torch-cuda")
         backend = parsed.arch.backend
         kinds = {CUDA: "cuda", ROCm: "rocm", XPU: "xpu", CPU: "cpu", Metal: "metal"}
         kind = next((k for t, k in kinds.items() if isinstance(backend, t)), None)
@@ -124,6 +147,13 @@ class Variant:
             raise MatrixError(f"{name!r} does not round-trip (formats back as {variant.name!r})", code="variant-name-not-canonical")
         return variant
 
+    @classmethod
+    def _parse_noarch(cls, name: str, backend: str) -> "Variant":
+        if backend not in KNOWN_BACKENDS:
+            raise MatrixError(f"{name!r} is a noarch variant for {backend!r}, which this pipeline does not build",
+                              code="backend-unsupported", hint=f"known backends: {', '.join(KNOWN_BACKENDS)}")
+        return cls(torch="", backend=backend, backend_version=None, arch="", os="", cxx11=False, noarch=True)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "variant": self.name,
@@ -134,6 +164,7 @@ class Variant:
             "os": self.os,
             "system": self.system,
             "cxx11": self.cxx11,
+            "noarch": self.noarch,
         }
 
 
@@ -266,7 +297,28 @@ def compute_matrix(project: "KernelProject", policy: MatrixPolicy) -> list[Varia
             if group not in lowest or key < version_key(lowest[group].backend_version or ""):
                 lowest[group] = v
     selected.extend(v for v in lowest.values() if v not in selected)
+    if project.noarch:
+        return noarch_variants(selected)
     return sort_variants(selected)
+
+
+def _representative_key(v: Variant) -> tuple:
+    """Newest torch; for CUDA the newest major at its lowest minor; x86_64-linux first."""
+    major, minor = ([int(n) for n in re.findall(r"\d+", v.backend_version or "")] + [0, 0])[:2]
+    system = SYSTEM_ORDER.index(v.system) if v.system in SYSTEM_ORDER else len(SYSTEM_ORDER)
+    return (version_key(v.torch), major, -minor, -system)
+
+
+def noarch_variants(builds: Iterable[Variant]) -> list[Variant]:
+    """One `torch-<backend>` per backend of `builds`, standing for all of them."""
+    by_backend: dict[str, list[Variant]] = {}
+    for v in sort_variants(builds):
+        by_backend.setdefault(v.backend, []).append(v)
+    out = []
+    for backend, group in by_backend.items():
+        chosen = max(group, key=_representative_key)
+        out.append(replace(chosen, noarch=True, serves=tuple(v.name for v in group)))
+    return out
 
 
 def sort_variants(variants: Iterable[Variant]) -> list[Variant]:

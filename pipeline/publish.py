@@ -177,7 +177,7 @@ def _upload_and_verify(api, publication: Publication, request: PublishRequest, r
     verified = None
     if request.verify:
         kernel = request.kernel
+        # The cells are the kernel's matrix (verify.matrix_cells: a noarch variant's are the builds it serves).
         verified = verify_publication(publication.endpoint, plan.repo_id, publication.version, kernel=kernel,
-                                      token=publication.target.token, report=report,
-                                      cells=[v.name for v in kernel.variants] if kernel is not None else None)
+                                      token=publication.target.token, report=report)
     return replace(publication, commits=commits, verify=verified)

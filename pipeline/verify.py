@@ -15,7 +15,9 @@ nothing from this process or an earlier download can stand in:
 
 A cell is *promised* when the publication covers its torch version, backend
 (CUDA major) and platform, i.e. some published variant was built for that
-family; with `require="all"` every matrix cell is promised. A promised cell
+family, or holds the noarch `torch-<backend>` variant of its backend (a
+noarch variant's cells are the builds it stands for); with `require="all"`
+every matrix cell is promised. A promised cell
 that resolves to nothing fails verification.
 """
 
@@ -110,8 +112,9 @@ class VerifyReport:
 
 
 def matrix_cells(kernel: "Kernel | None") -> list[str]:
-    """The kernel's full build matrix, as variant names; [] without a kernel."""
-    return [v.name for v in kernel.variants] if kernel is not None else []
+    """The kernel's full build matrix, as arch variant names (a noarch variant
+    stands for every build it replaces); [] without a kernel."""
+    return [cell for v in kernel.variants for cell in v.cells] if kernel is not None else []
 
 
 def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
@@ -190,7 +193,7 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
     families = {_family(name) for name in published}
     cells = []
     for item in data.get("cells") or ():
-        promised = require == "all" or _family(item["cell"]) in families
+        promised = require == "all" or not families.isdisjoint(_families_serving(item["cell"]))
         cell = CellResolution(cell=item["cell"], chosen=item.get("chosen"), promised=promised,
                               rejected=tuple(item.get("rejected") or ()))
         cells.append(cell)
@@ -221,6 +224,12 @@ def _family(variant_name: str) -> tuple:
         return (v.framework.variant_str, backend.name, version.major if version is not None else None,
                 v.arch.platform, v.arch.os)
     return ("noarch", v.arch.backend_name)
+
+
+def _families_serving(cell: str) -> set[tuple]:
+    """The families whose publication promises `cell`: its own, and the noarch variant of its backend."""
+    family = _family(cell)
+    return {family, ("noarch", family[1])} if len(family) > 2 else {family}
 
 
 # --- the child process ------------------------------------------------------------

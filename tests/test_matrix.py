@@ -74,7 +74,8 @@ def test_names_format_like_kernel_builder():
     assert Variant.parse("torch213-cxx11-cu132-aarch64-linux").system == "aarch64-linux"
 
 
-@pytest.mark.parametrize("name", ["torch-cpu", "not-a-variant", "torch213-cxx11-tpu-x86_64-linux", ""])
+@pytest.mark.parametrize("name", ["torch-universal", "torch-tpu", "not-a-variant", "torch213-cxx11-tpu-x86_64-linux",
+                                  "torch-stable-abi210-cu130-x86_64-linux", ""])
 def test_parse_refuses_what_this_pipeline_cannot_build(name):
     with pytest.raises(MatrixError):
         Variant.parse(name)

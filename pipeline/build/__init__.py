@@ -19,6 +19,12 @@ Both write the layout `kernels` 0.17 loads (see `layout.py`):
 
 and `kernels.get_local_kernel(<out>.parent)` (or `<out>`) loads the host's
 variant. `import kernels` stays lazy: the local path builds without it.
+
+A `[torch-noarch]` project (pure Python: Triton, plain PyTorch) compiles
+nothing: the local backend packages it as kernel-builder does, one
+`torch-<backend>` directory per backend (`noarch.py`), on any machine. A
+`[tvm-ffi]` project is built by kernel-builder only (`--backend nix`, or its
+flake directly); the local backend says so.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import TYPE_CHECKING, Sequence
 from pipeline.build.backend import BACKENDS, BackendChoice, choose_backend
 from pipeline.build.local import build_local
 from pipeline.build.nix import build_nix
+from pipeline.build.noarch import build_noarch
 from pipeline.build.result import BuildResult, BuiltVariant
 from pipeline.events import Reporter, quiet
 from pipeline.errors import BuildError
@@ -59,11 +66,27 @@ def build_project(
     report: Reporter = progress or quiet
     out = Path(out)
     if backend == "local":
+        if project.noarch:
+            return build_noarch(project, out, variant=variant, progress=report, unique_id=unique_id)
+        if project.framework == "tvm-ffi":
+            raise _tvm_ffi_unsupported(project)
         return build_local(project, out, variant=variant, progress=report, unique_id=unique_id)
     if backend == "nix":
         return build_nix(project, out, variant=variant, progress=report, nix_args=tuple(nix_args))
     raise BuildError(f"unknown build backend {backend!r}", code="build-backend-unknown",
                      hint=f"choose one of: {', '.join(BACKENDS)}")
+
+
+def _tvm_ffi_unsupported(project: "KernelProject") -> BuildError:
+    # Building here would need tvm-ffi's headers and library per backend and
+    # the tvm-ffi<XY>-<backend>-<system> naming kernel-builder applies; its
+    # Nix builder has both, so we send the user there rather than guess.
+    return BuildError(
+        f"{project.name} is a tvm-ffi kernel: the local backend builds [torch] and [torch-noarch] projects only",
+        code="tvm-ffi-needs-nix", path=str(project.root / "build.toml"),
+        hint=f"build it with kernel-builder's Nix flake: `nix build {project.root}#bundle` (variants "
+             "tvm-ffi<XY>-<backend>-<system> under result/; needs nix and the huggingface.cachix.org cache), "
+             "then `python -m pipeline check result` and `python -m pipeline publish ORG/NAME --build-dir result`")
 
 
 __all__ = ["BACKENDS", "BackendChoice", "BuildResult", "BuiltVariant", "build_project", "choose_backend"]

@@ -78,6 +78,22 @@ def ops_py(kernel_id: str) -> str:
     )
 
 
+def noarch_ops_py(kernel_id: str) -> str:
+    """`_ops.py` of a noarch variant: the ops are registered from Python
+    (`torch.library.custom_op(add_op_namespace_prefix(...))`), so there is no
+    extension to import."""
+    return (
+        "import torch\n"
+        "\n"
+        f"ops = torch.ops.{kernel_id}\n"
+        "\n"
+        "\n"
+        "def add_op_namespace_prefix(op_name: str) -> str:\n"
+        '    """The fully qualified name of `op_name` in this build\'s namespace."""\n'
+        f'    return f"{kernel_id}::{{op_name}}"\n'
+    )
+
+
 def package_files(package_dir: Path, extensions: tuple[str, ...]) -> list[str]:
     """Files of the Python package to ship (relative paths): `.py` plus the
     `[torch] pyext` extensions; never bytecode, never a committed `_ops.py`
@@ -182,10 +198,11 @@ def read_metadata(variant_dir: Path) -> dict[str, Any]:
     return json.loads((variant_dir / METADATA).read_text(encoding="utf-8"))
 
 
-def check_variant_dir(variant_dir: Path) -> list[str]:
+def check_variant_dir(variant_dir: Path, *, compiled: bool = True) -> list[str]:
     """What is wrong with a built variant directory (empty: nothing).
 
-    The checks the build owes its output: the files the loader needs, a
+    The checks the build owes its output: the files the loader needs (the
+    `<id>.abi3.so` unless the variant is noarch, `compiled=False`), a
     metadata.json kernels can parse, and a digest that matches the files.
     """
     problems: list[str] = []
@@ -209,7 +226,7 @@ def check_variant_dir(variant_dir: Path) -> list[str]:
     for needed in ("__init__.py", "_ops.py"):
         if not (variant_dir / needed).is_file():
             problems.append(f"{variant_dir.name}: {needed} is missing")
-    if not (variant_dir / f"{kernel_id}.abi3.so").is_file():
+    if compiled and not (variant_dir / f"{kernel_id}.abi3.so").is_file():
         problems.append(f"{variant_dir.name}: {kernel_id}.abi3.so is missing")
     recorded = (meta.get("digest") or {}).get("files")
     if recorded is None:

@@ -18,12 +18,15 @@ workspace root) into <out>/<variant>/, the layout kernels.get_local_kernel
 and the Hub use.
 
   local  compiles the host's variant with the running torch; unchanged
-         inputs do not recompile
+         inputs do not recompile. A [torch-noarch] (pure Python, e.g.
+         Triton) project compiles nothing: every backend's torch-<backend>
+         is written, on any machine
   nix    nix build of the project's flake (.#bundle, or
          .#redistributable.<variant>), copied out of the store and checked
 
   python -m pipeline build kernels-src/rmsnorm
   python -m pipeline build kernels-src/rmsnorm --backend nix --variant torch213-cxx11-cu130-x86_64-linux
+  python -m pipeline build kernels-src/softmax-triton --variant torch-cuda
   python -m pipeline build . --json
 
 The default backend can be set with PIPELINE_BUILD_BACKEND=local|nix; without
@@ -38,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=[*BACKENDS, "auto"], default="auto",
                         help="local or nix (default: $PIPELINE_BUILD_BACKEND, else nix when nix is installed "
                              "and a binary cache answers, else local)")
-    parser.add_argument("--variant", default=None, help="one variant name (default: local: the host's; nix: all)")
+    parser.add_argument("--variant", default=None, help="one variant name (default: local: the host's, every torch-<backend> "
+                             "for noarch; nix: all)")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default: <project>/build)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     parser.add_argument("--override-input", nargs=2, action="append", default=[], metavar=("INPUT", "FLAKEREF"),
