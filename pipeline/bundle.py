@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Protocol, Sequence
 
+from pipeline.bundle_signatures import check_signatures
 from pipeline.errors import CheckError, Problem
 
 # The ABI targets of the Kernel Hub (kernel-builder's `check-abi` defaults).
@@ -103,6 +104,7 @@ class CheckReport:
     missing: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     expected: tuple[str, ...] | None = None
+    signatures: tuple = ()  # pipeline.signing.SignatureReport per signed variant
 
     @property
     def errors(self) -> tuple[Problem, ...]:
@@ -126,6 +128,7 @@ class CheckReport:
             "name": self.bundle.name,
             "version": self.bundle.version,
             "variants": [v.to_json() for v in self.bundle.variants],
+            "signatures": [r.to_json() for r in self.signatures],
             "coverage": {
                 "expected": list(self.expected) if self.expected is not None else None,
                 "covered": list(self.covered), "missing": list(self.missing), "extra": list(self.extra),
@@ -478,8 +481,9 @@ def check_bundle(build_dir: Path, *, expected: Iterable[_ExpectedVariant] | None
         extra = tuple(n for n in bundle.variant_names if n not in set(expected_names))
         for n in extra:
             col.warning(build_dir / n, "variant-not-in-matrix", "variant is not in the build matrix")
-    return CheckReport(bundle=bundle, problems=tuple(col.problems), covered=covered, missing=missing,
-                       extra=extra, expected=expected_names)
+    signatures, signature_problems = check_signatures(bundle)
+    return CheckReport(bundle=bundle, problems=tuple(col.problems) + tuple(signature_problems), covered=covered,
+                       missing=missing, extra=extra, expected=expected_names, signatures=signatures)
 
 
 def read_metadata_json(variant_dir: Path) -> dict:

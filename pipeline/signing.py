@@ -61,7 +61,8 @@ _OIDS = {
     "run_uri": "1.3.6.1.4.1.57264.1.21",
 }
 
-Status = Literal["verified", "unsigned", "bundle-invalid", "metadata-missing", "rejected", "unverifiable"]
+# present: a bundle that parses, whose signer is reported but not judged (no policy given).
+Status = Literal["verified", "present", "unsigned", "bundle-invalid", "metadata-missing", "rejected", "unverifiable"]
 
 
 class ArtifactSigner(Protocol):
@@ -100,6 +101,8 @@ class SignatureReport:
         who = (self.identity.build_signer_uri if self.identity else None) or "an unknown signer"
         if self.ok:
             return f"`{self.variant}`: signed by {who} (Sigstore, Rekor entry {self.log_index})"
+        if self.status == "present":
+            return f"`{self.variant}`: signed by {who} (Sigstore, Rekor entry {self.log_index}; signer not checked)"
         return f"`{self.variant}`: signature {self.status} ({who}): {self.reason}"
 
     def to_json(self) -> dict:
@@ -186,23 +189,46 @@ def github_signer() -> Iterator[ArtifactSigner]:
                            hint="the job needs network access to fulcio.sigstore.dev and rekor.sigstore.dev") from None
 
 
+def _read_bundle(variant_dir: Path) -> tuple[SignatureReport | None, Bundle | None]:
+    """The variant's bundle, or the report that says why there is none to check."""
+    name = variant_dir.name
+    bundle_path = variant_dir / SIGNATURE_FILE
+    if not bundle_path.is_file():
+        return SignatureReport(name, "unsigned"), None
+    try:
+        bundle = Bundle.from_json(bundle_path.read_bytes())
+    except (InvalidBundle, ValueError) as exc:
+        return SignatureReport(name, "bundle-invalid", str(exc).splitlines()[0] if str(exc) else type(exc).__name__), None
+    if not (variant_dir / METADATA_FILE).is_file():
+        return SignatureReport(name, "metadata-missing", identity=identity_of(bundle.signing_certificate),
+                               log_index=_log_index(bundle)), None
+    return None, bundle
+
+
+def _log_index(bundle: Bundle) -> int:
+    return int(bundle.log_entry._inner.log_index)  # no public accessor in sigstore 4
+
+
+def inspect_variant(variant_dir: Path) -> SignatureReport:
+    """Who signed the variant, without judging it against a policy (status `present`)."""
+    variant_dir = Path(variant_dir)
+    early, bundle = _read_bundle(variant_dir)
+    if early is not None:
+        return early
+    return SignatureReport(variant_dir.name, "present", "not checked against a signer policy",
+                           identity_of(bundle.signing_certificate), _log_index(bundle))
+
+
 def verify_variant(variant_dir: Path, policy: VerificationPolicy, *, verifier: Verifier | None = None) -> SignatureReport:
     """Check `<variant_dir>/metadata.json.sigstore` against metadata.json and `policy`, as
     kernels.verify.verify_variant does (its digest half is `pipeline check`'s)."""
     variant_dir = Path(variant_dir)
     name = variant_dir.name
-    bundle_path = variant_dir / SIGNATURE_FILE
-    if not bundle_path.is_file():
-        return SignatureReport(name, "unsigned")
-    try:
-        bundle = Bundle.from_json(bundle_path.read_bytes())
-    except (InvalidBundle, ValueError) as exc:
-        return SignatureReport(name, "bundle-invalid", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    identity = identity_of(bundle.signing_certificate)
-    log_index = int(bundle.log_entry._inner.log_index)  # no public accessor in sigstore 4
+    early, bundle = _read_bundle(variant_dir)
+    if early is not None:
+        return early
+    identity, log_index = identity_of(bundle.signing_certificate), _log_index(bundle)
     metadata = variant_dir / METADATA_FILE
-    if not metadata.is_file():
-        return SignatureReport(name, "metadata-missing", identity=identity, log_index=log_index)
     try:
         # Sigstore's trust root comes from its TUF repository: offline, TUFError says so.
         (verifier or Verifier.production()).verify_artifact(metadata.read_bytes(), bundle, policy)

@@ -169,3 +169,25 @@ def test_ci_sign_refuses_without_an_oidc_token_and_writes_nothing(tmp_path):
     assert done.returncode == 9, done.stdout + done.stderr
     assert "sign-no-oidc: no GitHub OIDC token to sign with" in done.stdout + done.stderr
     assert not list((tmp_path / "bundle").rglob(signing.SIGNATURE_FILE))
+
+
+# --- pipeline check reports the signatures of a tree -------------------------------
+
+def test_check_reports_who_signed_and_refuses_a_broken_or_foreign_signature(signed, sigstore, monkeypatch):
+    from pipeline.bundle import check_bundle
+    from pipeline.bundle_signatures import check_signatures
+
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    tree = signed / "tiny-add"
+    report = check_bundle(tree)
+    assert [r.status for r in report.signatures] == ["present", "present"]
+    assert not [p for p in report.problems if p.code.startswith("signature")]
+    assert all("signer not checked" in r.card_line() for r in report.signatures)
+    bundle = report.bundle
+    reports, problems = check_signatures(bundle, policy(), verifier=sigstore.verifier())
+    assert [r.status for r in reports] == ["verified", "verified"] and not problems
+    reports, problems = check_signatures(bundle, policy(ref="refs/tags/v9"), verifier=sigstore.verifier())
+    assert {r.status for r in reports} == {"rejected"} and {p.code for p in problems} == {"signature-invalid"}
+    (tree / VARIANTS[0] / signing.SIGNATURE_FILE).write_text("{not a bundle")
+    broken = check_bundle(tree)
+    assert not broken.ok and any(p.code == "signature-invalid" and VARIANTS[0] in p.path for p in broken.errors)
