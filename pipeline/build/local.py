@@ -35,7 +35,7 @@ from pipeline.build.plan import Plan, choose_variant, make_plan
 from pipeline.build.result import BuildResult, BuiltVariant
 from pipeline.events import Event
 from pipeline.errors import BuildError, Problem
-from pipeline.fsutil import atomic_write_text, staged_dir
+from pipeline.fsutil import atomic_write_text, require_out_path, staged_dir
 from pipeline.matrix import torch_info, version_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,6 +70,7 @@ def compile_key(project: "KernelProject", plan: Plan, deps: list[str]) -> str:
         "kernel_id": plan.kernel_id,
         "tools": {k: v for k, v in plan.tools.items() if k != "python"},
         "python": sys.version_info[:2],
+        "source_date_epoch": toolchain.source_date_epoch(),
         "torch_dir": str(torch_dir),
         "units": [u.__dict__ for u in plan.units],
         "inputs": cache.hash_files(project.root, [*plan.compile_inputs, *deps]),
@@ -152,12 +153,15 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
         # CUDA headers include) come with torch's own nvidia-* wheels.
         includes += [str(p) for p in sorted((_torch_dir().parent / "nvidia").glob("*/include")) if p.is_dir()]
     cxx = plan.tools["cxx-path"]
-    cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines]
+    # The project and the work directory (generated headers) by stable names: same bytes at any path.
+    remap = toolchain.prefix_map_flags({root: project.name, work.resolve(): "kernel-pipeline-build"})
+    cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines, *remap]
     if "clang" not in plan.tools["cxx"].lower():
         cxx_common.append("-fno-gnu-unique")
     jobs = _jobs()
     nvcc_common = [f for f in cpp_ext.COMMON_NVCC_FLAGS if f not in NO_HALF] + [
-        "-DENABLE_FP8", "-O3", "-DNDEBUG", f"-std={std}", "-ccbin", cxx, "-Xcompiler", "-fPIC", *defines]
+        "-DENABLE_FP8", "-O3", "-DNDEBUG", f"-std={std}", "-ccbin", cxx, "-Xcompiler", "-fPIC", *defines,
+        *toolchain.host_compiler_flags(remap)]
     ldflags = ["-shared", *(f"-L{d}" for d in torch_libs), "-lc10", "-ltorch", "-ltorch_cpu"]
     if cuda_home:
         ldflags += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
@@ -190,12 +194,15 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
         obj = f"obj/{index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', unit.source)}.o"
         objects.append(obj)
         unit_includes = [f"-I{root / i}" for i in unit.includes] + [f"-I{i}" for i in includes]
+        # GCC's per-file "random" names (e.g. of static initialisers) from the path, not from chance.
+        seed = [f"-frandom-seed={unit.source}"]
         if unit.language == "cuda":
             gencode = [g for a in unit.archs for g in _gencode(a)]
             threads = ["--threads", str(max(1, min(jobs, len(unit.archs))))] if len(unit.archs) > 1 else []
-            flags = [*nvcc_common, *threads, *gencode, *unit_includes, *unit.flags]
+            flags = [*nvcc_common, *toolchain.host_compiler_flags(seed), *threads, *gencode, *unit_includes,
+                     *unit.flags]
         else:
-            flags = [*cxx_common, *unit_includes, *unit.flags]
+            flags = [*cxx_common, *seed, *unit_includes, *unit.flags]
         lines += [f"build {_ninja_escape_path(obj)}: {unit.language} {_ninja_escape_path(str(root / unit.source))}",
                   f"  flags = {_cmd(flags)}", f"  desc = {unit.source}", ""]
     if sys.platform.startswith("linux"):
@@ -223,7 +230,7 @@ def _jobs() -> int:
 def run_ninja(project: "KernelProject", work: Path, report: Report) -> None:
     ninja = toolchain.find_ninja()
     log_path = work / "build.log"
-    env = dict(os.environ, NINJA_STATUS="[%f/%t] ")
+    env = dict(os.environ, NINJA_STATUS="[%f/%t] ", SOURCE_DATE_EPOCH=toolchain.source_date_epoch())
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen([ninja, "-C", str(work), "-j", str(_jobs())], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace", env=env)
@@ -269,8 +276,8 @@ def recorded_deps(work: Path, root: Path) -> list[str]:
 
 def build_local(project: "KernelProject", out: Path, *, variant: str | None, progress: Report,
                 unique_id: str | None = None) -> BuildResult:
-
     started = time.monotonic()
+    require_out_path(out, "directory", BuildError, "--out")
     info = torch_info()
     target = choose_variant(project, info, variant)
     progress(Event("step", f"{project.name}: {target.name}"))
