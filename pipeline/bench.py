@@ -374,16 +374,19 @@ def cpu_estimate_s(module, cases: list[dict], device, *, reps: int, warmup: int)
 def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limit_s: float | None,
               report: Reporter) -> None:
     """Say that CPU figures only test the harness, with an estimate; refuse a long run over `limit_s`."""
+    import torch
+
+    why = "a CPU variant" if torch.cuda.is_available() else "no CUDA device"
     estimate = cpu_estimate_s(module, cases, device, reps=reps, warmup=warmup)
     about = "an unknown time" if estimate is None else (
         f"about {estimate / 60:.0f} min" if estimate >= 90 else f"about {estimate:.0f} s")
     what = f"{len(cases)} case(s) x {reps} repetition(s)"
     if limit_s is not None and estimate is not None and estimate > limit_s:
-        raise BenchError(f"no CUDA device: timing {what} on the CPU would take {about}, and CPU figures "
-                         "are not the kernel's (host clock, no L2 flush)", code="bench-cpu-only",
+        raise BenchError(f"{why}: timing {what} on the CPU would take {about}, and CPU figures are not "
+                         "the kernel's (host clock, no L2 flush)", code="bench-cpu-only",
                          hint="run on a GPU host; to try the harness here, narrow the run "
                               "(--only NAME --reps 3) or pass --allow-cpu")
-    report(Event("warning", f"no CUDA device: timing {what} on the CPU ({about}); the figures test the "
+    report(Event("warning", f"{why}: timing {what} on the CPU ({about}); the figures test the "
                             "harness, they are not the kernel's", stage="bench"))
 
 
