@@ -244,6 +244,7 @@ ISSUE_CASES = {
     "endpoint not listening reported after smoke": "publish-endpoint-not-listening",
     "bench on a CPU: tens of minutes, no warning": "test_bench_cpu_only_refuses_a_long_run_and_warns_on_a_short_one",
     "publish --dry-run predicts README.md (changed)": "test_publish_dry_run_of_an_unchanged_bundle_predicts_nothing",
+    "the first command needs the CPU torch installed before it": "test_readme_first_command_is_the_whole_setup",
 }
 
 
@@ -252,6 +253,31 @@ def test_every_case_of_the_issue_has_its_test():
     tests = {name for name, value in globals().items() if name.startswith("test_") and callable(value)}
     missing = {what: where for what, where in ISSUE_CASES.items() if where not in ids | tests}
     assert not missing, missing
+
+
+def test_readme_first_command_is_the_whole_setup():
+    """The README's first command installs the CI's pinned CPU torch from PyTorch's CPU index (PyPI's
+    default wheel is the CUDA build), a torch pyproject.toml accepts, then the package, then publishes
+    a kernel the workspace has, under its namespace."""
+    from packaging.requirements import Requirement
+
+    from pipeline import toml
+    from pipeline.workspace import load_workspace
+
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Start here"):readme.index("## What is here")]
+    first = next(line.strip() for line in section.splitlines() if line.startswith("    pip install"))
+    steps = [shlex.split(step) for step in first.split(" && ")]
+    pin = next(line for line in (REPO / "ci" / "cpu-torch.txt").read_text().splitlines() if line.startswith("torch=="))
+    assert steps[0] == ["pip", "install", pin, "--index-url", "https://download.pytorch.org/whl/cpu"], first
+    assert steps[1] == ["pip", "install", "-e", "."], first
+    torch_range = next(Requirement(d) for d in toml.loads((REPO / "pyproject.toml").read_text())["project"]
+                       ["dependencies"] if d.startswith("torch"))
+    assert torch_range.specifier.contains(pin.split("==")[1]), (torch_range, pin)
+    assert steps[2][:4] == ["python", "-m", "pipeline", "publish"], first
+    namespace, name = steps[2][4].split("/")
+    workspace = load_workspace(REPO)
+    assert namespace == workspace.namespace and name in workspace.kernel_names
 
 
 # --- slow: a compiled op, a Hub, a real build ------------------------------------------
@@ -323,8 +349,9 @@ def test_init_next_steps_work_as_printed(tmp_path, monkeypatch, capsys):
     isolate(monkeypatch, tmp_path)
     monkeypatch.setenv("PATH", f"{_fake_nix(tmp_path)}:{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
-    rc, out, err = run_cli(["init", "my-op", "--template", "elementwise", "--backends", "cpu", "--dtypes", "fp32"],
-                           capsys)
+    # A space in the path: the printed line is quoted for the shell, and the build copes.
+    rc, out, err = run_cli(["init", "my-op", "--template", "elementwise", "--backends", "cpu", "--dtypes", "fp32",
+                            "--out", "new kernels/my-op"], capsys)
     assert rc == 0, err
     line = next(x for x in out.splitlines() if x.startswith("next: "))
     for command in line[len("next: "):].split(" && "):
