@@ -18,7 +18,9 @@ DESCRIPTION = """\
 Time every case of the kernel project's benchmarks/bench_cases.py (contract in
 pipeline/bench.py): CUDA events, warm-up, median of --reps repetitions with the
 L2 flushed before each, next to the baselines the cases name and the device's
-copy bandwidth measured in the same run.
+copy bandwidth measured in the same run. On a CPU (no CUDA device, or a CPU
+variant) it first times one case to estimate the run: past 120 s it refuses
+unless --allow-cpu, otherwise it warns that the figures only test the harness.
 
 example:
   python -m pipeline bench kernels-src/rmsnorm/build --out h200.json --plot h200.png --markdown h200.md

@@ -25,6 +25,9 @@ with an empty KERNELS_CACHE:
      publication promises (its torch, backend/CUDA major and platform were
      published; --require all: every cell) that resolves to nothing fails.
 
+Step 1 needs the kernel project (its smoke cases are the reference): the
+workspace kernel NAME, or --kernel PATH; with neither, pass --load-only.
+
 The Hub is chosen as for publish (--endpoint > HF_ENDPOINT > the Hugging Face
 Hub with a token > the embedded Hub's data, served for the run).
 
