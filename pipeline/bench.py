@@ -338,10 +338,63 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
     return copy_gbs, results
 
 
+# A CPU-only run expected to take longer than this is refused unless asked for
+# (`bench --allow-cpu`): its figures only test the harness.
+CPU_LIMIT_S = 120.0
+
+
+def cpu_estimate_s(module, cases: list[dict], device, *, reps: int, warmup: int) -> float | None:
+    """Seconds `run_cases` would take on the CPU: the case of median size is set
+    up and each callable called twice (the first call pays torch.compile and
+    first-touch costs, paid again by every case); the second call's time per
+    byte and callable is scaled to every case. None when the probe fails (the
+    run itself then reports the case)."""
+    import torch
+
+    probe = sorted(cases, key=lambda c: int(c["bytes"]))[len(cases) // 2]
+    impls = ("kernel", *probe["baselines"])
+    torch._dynamo.reset()
+    first = second = 0.0
+    try:
+        fns = probe["setup"](module, device)
+        for impl in impls:
+            t0 = time.perf_counter()
+            fns[impl]()
+            t1 = time.perf_counter()
+            fns[impl]()
+            first, second = first + (t1 - t0), second + (time.perf_counter() - t1)
+    except Exception:  # the run reports a broken case with its own error
+        return None
+    once = max(first - second, 0.0) / len(impls)
+    per_byte = second / len(impls) / max(int(probe["bytes"]), 1)
+    calls = 2 + warmup + reps  # the output comparison, the warm-up, the timed repetitions
+    return sum((1 + len(c["baselines"])) * (once + calls * per_byte * int(c["bytes"])) for c in cases)
+
+
+def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limit_s: float | None,
+              report: Reporter) -> None:
+    """Say that CPU figures only test the harness, with an estimate; refuse a long run over `limit_s`."""
+    import torch
+
+    why = "a CPU variant" if torch.cuda.is_available() else "no CUDA device"
+    estimate = cpu_estimate_s(module, cases, device, reps=reps, warmup=warmup)
+    about = "an unknown time" if estimate is None else (
+        f"about {estimate / 60:.0f} min" if estimate >= 90 else f"about {estimate:.0f} s")
+    what = f"{len(cases)} case(s) x {reps} repetition(s)"
+    if limit_s is not None and estimate is not None and estimate > limit_s:
+        raise BenchError(f"{why}: timing {what} on the CPU would take {about}, and CPU figures are not "
+                         "the kernel's (host clock, no L2 flush)", code="bench-cpu-only",
+                         hint="run on a GPU host; to try the harness here, narrow the run "
+                              "(--only NAME --reps 3) or pass --allow-cpu")
+    report(Event("warning", f"{why}: timing {what} on the CPU ({about}); the figures test the "
+                            "harness, they are not the kernel's", stage="bench"))
+
+
 def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = 10,
               only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
-              command: str = "") -> BenchReport:
-    """Time the host's variant of `bundle` on the resolved kernel's bench cases."""
+              command: str = "", cpu_limit_s: float | None = None) -> BenchReport:
+    """Time the host's variant of `bundle` on the resolved kernel's bench cases. On a
+    CPU-only host, warn with an estimate, and refuse when it exceeds `cpu_limit_s`."""
     import torch
 
     try:
@@ -366,6 +419,7 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
     else:
         device = torch.device("cpu")
         device_name = f"cpu ({platform.processor() or platform.machine()})"
+        _cpu_gate(loaded.module, cases, device, reps=reps, warmup=warmup, limit_s=cpu_limit_s, report=report)
     copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report)
     method = {
         "timer": "cuda events" if device.type == "cuda" else "host perf_counter",

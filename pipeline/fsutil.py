@@ -9,7 +9,9 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Literal
+
+from pipeline.errors import PipelineError
 
 
 @contextlib.contextmanager
@@ -33,6 +35,39 @@ def staged_dir(final: Path) -> Iterator[Path]:
     os.replace(tmp, final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+# --- output paths: a user's mistake is found before any work is done --------------
+
+OutKind = Literal["directory", "file"]
+
+
+def out_path_problem(path: Path, kind: OutKind, option: str = "the output") -> tuple[str, str] | None:
+    """Why `path` cannot be written as a `kind` (a directory to create or
+    replace, or a file), as (code, message); None when it can. Nothing is created."""
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        if kind == "directory" and not path.is_dir():
+            return "out-path-not-directory", f"{option} needs a directory, and this is a file"
+        if kind == "file" and path.is_dir():
+            return "out-path-not-file", f"{option} needs a file, and this is a directory"
+    blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        return "out-path-not-directory", f"{option}: {blocker} is a file, so nothing can be created inside it"
+    parent = next((p for p in path.absolute().parents if p.exists()), None)
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        return "out-path-not-writable", f"{option}: {parent} is not writable"
+    return None
+
+
+def require_out_path(path: Path, kind: OutKind, error: type[PipelineError], option: str) -> None:
+    """Raise the stage's `error` when `path` cannot be written as a `kind` (see `out_path_problem`)."""
+    problem = out_path_problem(path, kind, option)
+    if problem is None:
+        return
+    code, message = problem
+    wanted = "a directory (new or existing)" if kind == "directory" else "a file path"
+    raise error(message, path=str(path), code=code, hint=f"pass {option} {wanted} in a directory you can write to")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -69,14 +69,15 @@ def _smoke(bundle: Bundle, kernel: Kernel | None, report: Reporter) -> tuple[Smo
 
 
 def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False, smoke: bool = True,
-             dry_run: bool = False, report: Reporter = quiet) -> GateResult:
+             report: Reporter = quiet) -> GateResult:
+    """Check, then smoke where this host can. A dry run runs both too: the card
+    lists their verdicts, so a dry run that skipped smoke would plan another card
+    than the real run uploads (and miss the refusal a failing smoke causes)."""
     checked, checks, forced = _check(source, kernel, force, report)
     host = host_choice(source.path)
     smoke_report = None
     if host is None:
         report(Event("step", "skipped: this host can run none of the bundle's variants", stage="smoke"))
-    elif dry_run:
-        report(Event("step", "skipped (--dry-run)", stage="smoke"))
     elif smoke:
         report(Event("step", f"running the correctness cases on {host}", stage="smoke"))
         smoke_report, passed, summary = _smoke(checked.bundle, kernel, report)

@@ -22,7 +22,7 @@ import jinja2
 
 from pipeline import toml
 from pipeline.errors import InitError
-from pipeline.fsutil import staged_dir
+from pipeline.fsutil import require_out_path, staged_dir
 
 TEMPLATE_ROOT = Path(__file__).parent / "templates" / "init"
 TEMPLATES = ("elementwise", "rowwise")
@@ -159,9 +159,7 @@ def render(name: str, template: str, out: Path | None = None, *, backends: Itera
     backends = _choices(backends, BACKENDS, "backend")
     dtypes = _choices(dtypes, DTYPES, "dtype")
     out = Path(out) if out is not None else default_out(name, cwd)
-    if out.exists() and not out.is_dir():
-        raise InitError("the output path is a file", path=str(out), code="out-not-empty",
-                        hint="pass --out with a new or empty directory")
+    require_out_path(out, "directory", InitError, "--out")
     if out.is_dir() and any(out.iterdir()):
         raise InitError("the output directory is not empty; init never overwrites files", path=str(out),
                         code="out-not-empty", hint="pass --out with a new or empty directory, or remove this one")

@@ -144,8 +144,7 @@ def publish(request: PublishRequest, target: Target, *, report: Reporter = quiet
         source = obtain_bundle(request.kernel, request.name, build_dir=request.build_dir,
                                rebuild=request.rebuild, report=report)
         report(Event("step", f"using {source.path} ({source.how})", stage="build"))
-        gate = run_gate(source, request.kernel, force=request.force, smoke=request.smoke,
-                        dry_run=request.dry_run, report=report)
+        gate = run_gate(source, request.kernel, force=request.force, smoke=request.smoke, report=report)
         version = publish_version(request, gate)
         if gate.bundle.name is not None and gate.bundle.name != request.name:
             report(Event("step", f"note: the kernel is named {gate.bundle.name!r}, the repository "

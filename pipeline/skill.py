@@ -27,7 +27,7 @@ import jinja2
 
 from pipeline import toml
 from pipeline.errors import SkillError
-from pipeline.fsutil import staged_dir
+from pipeline.fsutil import require_out_path, staged_dir
 
 TEMPLATE_DIR = Path(__file__).parent / "templates" / "skill"
 AGENTS = ("claude", "codex", "generic")
@@ -127,6 +127,8 @@ def render_files(agent: str = "claude") -> dict[str, str]:
 def write_skill(dest: Path, agent: str = "claude") -> SkillResult:
     """Write the skill to `dest/kernel-pipeline/`, replacing an earlier generated copy."""
     root = Path(dest) / SKILL_NAME
+    require_out_path(Path(dest), "directory", SkillError, "--dest")
+    require_out_path(root, "directory", SkillError, "--dest")
     skill_md = root / "SKILL.md"
     if root.exists() and any(root.iterdir()):
         ours = skill_md.is_file() and MARKER in skill_md.read_text(encoding="utf-8", errors="replace")

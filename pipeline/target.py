@@ -80,8 +80,14 @@ def resolve_target(endpoint: str | None = None, *, env: dict | None = None, toke
         return Target("token", HF_HUB_ENDPOINT, token)
     port = DEFAULT_HUB_PORT if hub_port is None else hub_port
     if port and not port_free(port):
-        port = 0  # something else listens there: any free port will do for this run
+        port = free_port()  # something else listens there: another port, named before the Hub starts
     return Target("embedded", None, None, hub_root=Path(hub_root or default_root()), hub_port=port)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def port_free(port: int) -> bool:

@@ -77,11 +77,14 @@ def test_one_server_per_root(tmp_path):
 
 def test_token_and_trust_commands(tmp_path, capsys):
     root = tmp_path / "hub"
-    assert main(["hub", "token", "--root", str(root), "--namespace", "org", "--scope", "read"]) == 0
-    token = capsys.readouterr().out.strip()
-    assert main(["hub", "trust", "org", "--root", str(root)]) == 0
-    assert "org" in capsys.readouterr().out
+    # A root no hub has served is refused (a typo must not start a second hub).
+    assert main(["hub", "token", "--root", str(root), "--namespace", "org", "--scope", "read"]) == 11
+    assert "hub-no-data" in capsys.readouterr().err and not root.exists()
     with ServerProcess(root, token="hf_token_trust_admin_token_12") as server:
+        assert main(["hub", "token", "--root", str(root), "--namespace", "org", "--scope", "read"]) == 0
+        token = capsys.readouterr().out.strip()
+        assert main(["hub", "trust", "org", "--root", str(root)]) == 0
+        assert "org" in capsys.readouterr().out
         me = httpx.get(f"{server.endpoint}/api/whoami-v2", headers={"Authorization": f"Bearer {token}"}).json()
         assert me["auth"]["accessToken"]["scopes"] == [{"namespace": "org", "scope": "read"}]
         overview = httpx.get(f"{server.endpoint}/api/organizations/org/overview").json()

@@ -35,7 +35,7 @@ from pipeline.build.plan import Plan, choose_variant, make_plan
 from pipeline.build.result import BuildResult, BuiltVariant
 from pipeline.events import Event
 from pipeline.errors import BuildError, Problem
-from pipeline.fsutil import atomic_write_text, staged_dir
+from pipeline.fsutil import atomic_write_text, require_out_path, staged_dir
 from pipeline.matrix import torch_info, version_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,6 +70,7 @@ def compile_key(project: "KernelProject", plan: Plan, deps: list[str]) -> str:
         "kernel_id": plan.kernel_id,
         "tools": {k: v for k, v in plan.tools.items() if k != "python"},
         "python": sys.version_info[:2],
+        "source_date_epoch": toolchain.source_date_epoch(),
         "torch_dir": str(torch_dir),
         "units": [u.__dict__ for u in plan.units],
         "inputs": cache.hash_files(project.root, [*plan.compile_inputs, *deps]),
@@ -122,11 +123,15 @@ def _gencode(arch: str) -> list[str]:
 
 
 def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
-    """build.ninja in `work`; returns the library it links."""
+    """build.ninja in `work`; returns the library it links. Ninja runs in the
+    project root (`run_ninja`), so sources and the project's include directories
+    reach the compilers as relative paths, as they would in any checkout; nvcc
+    in particular writes its input's path into the fatbinary and the line table."""
     import torch
     import torch.utils.cpp_extension as cpp_ext
 
     root = project.root.resolve()
+    work = work.resolve()
     gen = work / "include"
     gen.mkdir(parents=True, exist_ok=True)
     atomic_write_text(gen / "registration.h", layout.REGISTRATION_H)
@@ -143,7 +148,7 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
     defines += ["-DCPU_KERNEL"] if plan.variant.backend == "cpu" else ["-DUSE_CUDA=1", "-DCUDA_KERNEL"]
     includes = [str(gen)]
     if (root / "csrc").is_dir():
-        includes.append(str(root / "csrc"))
+        includes.append("csrc")
     includes += [*torch_includes, sysconfig.get_paths()["include"]]
     cuda_home = toolchain.find_cuda_home() if plan.variant.backend == "cuda" else None
     if cuda_home:
@@ -152,12 +157,15 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
         # CUDA headers include) come with torch's own nvidia-* wheels.
         includes += [str(p) for p in sorted((_torch_dir().parent / "nvidia").glob("*/include")) if p.is_dir()]
     cxx = plan.tools["cxx-path"]
-    cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines]
+    # The project and the work directory (generated headers) by stable names: same bytes at any path.
+    remap = toolchain.prefix_map_flags({root: project.name, work.resolve(): "kernel-pipeline-build"})
+    cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines, *remap]
     if "clang" not in plan.tools["cxx"].lower():
         cxx_common.append("-fno-gnu-unique")
     jobs = _jobs()
     nvcc_common = [f for f in cpp_ext.COMMON_NVCC_FLAGS if f not in NO_HALF] + [
-        "-DENABLE_FP8", "-O3", "-DNDEBUG", f"-std={std}", "-ccbin", cxx, "-Xcompiler", "-fPIC", *defines]
+        "-DENABLE_FP8", "-O3", "-DNDEBUG", f"-std={std}", "-ccbin", cxx, "-Xcompiler", "-fPIC", *defines,
+        *toolchain.host_compiler_flags(remap)]
     ldflags = ["-shared", *(f"-L{d}" for d in torch_libs), "-lc10", "-ltorch", "-ltorch_cpu"]
     if cuda_home:
         ldflags += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
@@ -165,6 +173,7 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
 
     lines = [
         "ninja_required_version = 1.3",
+        f"builddir = {_ninja_escape_path(str(work))}",  # ninja's logs stay out of the project
         f"cxx = {_cmd([cxx])}",
         f"nvcc = {_cmd([plan.tools.get('nvcc-path', 'nvcc')])}",
         "",
@@ -187,28 +196,32 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
     ]
     objects = []
     for index, unit in enumerate(plan.units):
-        obj = f"obj/{index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', unit.source)}.o"
+        obj = str(work / "obj" / f"{index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', unit.source)}.o")
         objects.append(obj)
-        unit_includes = [f"-I{root / i}" for i in unit.includes] + [f"-I{i}" for i in includes]
+        unit_includes = [f"-I{i}" for i in (*unit.includes, *includes)]
+        # GCC's per-file "random" names (e.g. of static initialisers) from the path, not from chance.
+        seed = [f"-frandom-seed={unit.source}"]
         if unit.language == "cuda":
             gencode = [g for a in unit.archs for g in _gencode(a)]
             threads = ["--threads", str(max(1, min(jobs, len(unit.archs))))] if len(unit.archs) > 1 else []
-            flags = [*nvcc_common, *threads, *gencode, *unit_includes, *unit.flags]
+            flags = [*nvcc_common, *toolchain.host_compiler_flags(seed), *threads, *gencode, *unit_includes,
+                     *unit.flags]
         else:
-            flags = [*cxx_common, *unit_includes, *unit.flags]
-        lines += [f"build {_ninja_escape_path(obj)}: {unit.language} {_ninja_escape_path(str(root / unit.source))}",
+            flags = [*cxx_common, *seed, *unit_includes, *unit.flags]
+        lines += [f"build {_ninja_escape_path(obj)}: {unit.language} {_ninja_escape_path(unit.source)}",
                   f"  flags = {_cmd(flags)}", f"  desc = {unit.source}", ""]
     if sys.platform.startswith("linux"):
         compat = gen / "manylinux_compat.cpp"
         atomic_write_text(compat, MANYLINUX_COMPAT)
-        objects.append("obj/manylinux_compat.o")
-        lines += [f"build obj/manylinux_compat.o: cxx {_ninja_escape_path(str(compat))}",
+        objects.append(str(work / "obj" / "manylinux_compat.o"))
+        lines += [f"build {_ninja_escape_path(objects[-1])}: cxx {_ninja_escape_path(str(compat))}",
                   f"  flags = {_cmd(cxx_common)}", "  desc = manylinux_compat.cpp", ""]
-    library = f"{plan.kernel_id}.abi3.so"
-    lines += [f"build {library}: link {' '.join(_ninja_escape_path(o) for o in objects)}",
-              f"  ldflags = {_cmd(ldflags)}", f"  desc = {library}", "", f"default {library}", ""]
+    library = work / f"{plan.kernel_id}.abi3.so"
+    lines += [f"build {_ninja_escape_path(str(library))}: link {' '.join(_ninja_escape_path(o) for o in objects)}",
+              f"  ldflags = {_cmd(ldflags)}", f"  desc = {library.name}", "",
+              f"default {_ninja_escape_path(str(library))}", ""]
     atomic_write_text(work / "build.ninja", "\n".join(lines))
-    return work / library
+    return library
 
 
 def _jobs() -> int:
@@ -220,12 +233,17 @@ def _jobs() -> int:
 
 
 
+def _ninja_args(work: Path, root: Path) -> list[str]:
+    """ninja, run in the project root on the build file in `work` (see `write_ninja`)."""
+    work = Path(work).resolve()
+    return [toolchain.find_ninja(), "-C", str(Path(root).resolve()), "-f", str(work / "build.ninja")]
+
+
 def run_ninja(project: "KernelProject", work: Path, report: Report) -> None:
-    ninja = toolchain.find_ninja()
     log_path = work / "build.log"
-    env = dict(os.environ, NINJA_STATUS="[%f/%t] ")
+    env = dict(os.environ, NINJA_STATUS="[%f/%t] ", SOURCE_DATE_EPOCH=toolchain.source_date_epoch())
     with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen([ninja, "-C", str(work), "-j", str(_jobs())], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([*_ninja_args(work, project.root), "-j", str(_jobs())], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace", env=env)
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -247,7 +265,7 @@ def run_ninja(project: "KernelProject", work: Path, report: Report) -> None:
 def recorded_deps(work: Path, root: Path) -> list[str]:
     """Project files the compiler read, from ninja's deps log (headers included)."""
     try:
-        text = subprocess.run([toolchain.find_ninja(), "-C", str(work), "-t", "deps"], capture_output=True,
+        text = subprocess.run([*_ninja_args(work, root), "-t", "deps"], capture_output=True,
                               text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired, BuildError):
         return []
@@ -256,8 +274,8 @@ def recorded_deps(work: Path, root: Path) -> list[str]:
     for line in text.splitlines():
         if line.startswith((" ", "\t")):
             path = Path(line.strip())
-            if not path.is_absolute():
-                path = work / path
+            if not path.is_absolute():  # relative to where ninja ran: the project root
+                path = root / path
             try:
                 found.add(path.resolve().relative_to(root).as_posix())
             except (ValueError, OSError):
@@ -269,8 +287,8 @@ def recorded_deps(work: Path, root: Path) -> list[str]:
 
 def build_local(project: "KernelProject", out: Path, *, variant: str | None, progress: Report,
                 unique_id: str | None = None) -> BuildResult:
-
     started = time.monotonic()
+    require_out_path(out, "directory", BuildError, "--out")
     info = torch_info()
     target = choose_variant(project, info, variant)
     progress(Event("step", f"{project.name}: {target.name}"))

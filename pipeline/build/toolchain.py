@@ -119,6 +119,32 @@ def visible_gpu_capabilities() -> tuple[str, ...]:
     return tuple(sorted(set(caps)))
 
 
+# Builds are byte-identical wherever the checkout lives: absolute paths the
+# compiler would embed (__FILE__ in TORCH_CHECK messages, the symbol table's
+# file names) are rewritten, and __DATE__/__TIME__ read SOURCE_DATE_EPOCH.
+DEFAULT_SOURCE_DATE_EPOCH = "0"
+
+
+def prefix_map_flags(maps: dict[Path, str]) -> list[str]:
+    """`-ffile-prefix-map=OLD=NEW` for g++ and clang (it implies the debug and
+    macro maps). GCC tries the last one given first, so the longest (most
+    specific) prefix goes last."""
+    ordered = sorted(((str(Path(old)), new) for old, new in maps.items()), key=lambda m: len(m[0]))
+    return [f"-ffile-prefix-map={old}={new}" for old, new in ordered]
+
+
+def host_compiler_flags(flags: list[str]) -> list[str]:
+    """The same flags for nvcc, which hands them to its host compiler."""
+    return [part for flag in flags for part in ("-Xcompiler", flag)]
+
+
+def source_date_epoch(env: dict | None = None) -> str:
+    """SOURCE_DATE_EPOCH as set by the caller (reproducible-builds.org), else a fixed 0."""
+    env = os.environ if env is None else env
+    value = env.get("SOURCE_DATE_EPOCH", "")
+    return value if value.isdigit() else DEFAULT_SOURCE_DATE_EPOCH
+
+
 def python_version() -> str:
     return ".".join(map(str, sys.version_info[:3]))
 

@@ -7,17 +7,20 @@ import shlex
 import sys
 from pathlib import Path
 
-from pipeline.bench import markdown_table, plot, run_bench
+from pipeline.bench import CPU_LIMIT_S, markdown_table, plot, run_bench
 from pipeline.bundle import check_bundle, find_build_dir
+from pipeline.errors import BenchError
+from pipeline.fsutil import atomic_write_text, require_out_path
 from pipeline.workspace import resolve, resolve_for_build
-from pipeline.fsutil import atomic_write_text
 
 HELP = "benchmark the host's variant against PyTorch and copy bandwidth"
 DESCRIPTION = """\
 Time every case of the kernel project's benchmarks/bench_cases.py (contract in
 pipeline/bench.py): CUDA events, warm-up, median of --reps repetitions with the
 L2 flushed before each, next to the baselines the cases name and the device's
-copy bandwidth measured in the same run.
+copy bandwidth measured in the same run. On a CPU (no CUDA device, or a CPU
+variant) it first times one case to estimate the run: past 120 s it refuses
+unless --allow-cpu, otherwise it warns that the figures only test the harness.
 
 example:
   python -m pipeline bench kernels-src/rmsnorm/build --out h200.json --plot h200.png --markdown h200.md
@@ -34,6 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, default=None, metavar="JSON", help="write the results JSON here")
     parser.add_argument("--plot", type=Path, default=None, metavar="PNG", help="write the plot here")
     parser.add_argument("--markdown", type=Path, default=None, metavar="MD", help="write the Markdown table here")
+    parser.add_argument("--allow-cpu", action="store_true",
+                        help=f"time on a CPU-only host even when it would take over {CPU_LIMIT_S:.0f} s")
     parser.add_argument("--json", action="store_true", help="print the results as JSON only")
 
 
@@ -42,20 +47,21 @@ def run(args, output) -> int:
     argv = sys.argv[1:]
     command = ("python -m pipeline " + " ".join(shlex.quote(a) for a in argv[argv.index("bench"):])
                if "bench" in argv else "")
+    for option, path in (("--out", args.out), ("--plot", args.plot), ("--markdown", args.markdown)):
+        if path is not None:  # before the run, not after it
+            require_out_path(path, "file", BenchError, option)
     bundle = check_bundle(find_build_dir(args.build_dir)).bundle
     kernel = resolve(args.kernel) if args.kernel else resolve_for_build(bundle.root, bundle.name)
     with output.reporter() as events:
         report = run_bench(bundle, kernel, reps=args.reps, warmup=args.warmup, only=args.only,
-                           report=events, command=command)
+                           report=events, command=command, cpu_limit_s=None if args.allow_cpu else CPU_LIMIT_S)
     data = report.to_json()
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.out, json.dumps(data, indent=2) + "\n")
     if args.plot:
         plot(data, args.plot)
     table = markdown_table(data)
     if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.markdown, table)
     if output.json_mode:
         output.emit_json(data)

@@ -9,6 +9,7 @@ from pipeline.build import BACKENDS, BuildResult, build_project, choose_backend
 from pipeline.console import Output
 from pipeline.errors import BuildError
 from pipeline.events import staged
+from pipeline.fsutil import require_out_path
 from pipeline.workspace import resolve_all
 
 HELP = "build variants (local: the host's; nix: the matrix)"
@@ -54,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, output: Output) -> int:
+    if args.out is not None:
+        require_out_path(args.out, "directory", BuildError, "--out")  # before anything is probed or built
     choice = choose_backend(args.backend)
     nix_args = [*args.nix_option]
     for name, ref in args.override_input:

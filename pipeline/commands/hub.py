@@ -142,6 +142,7 @@ def run(args: argparse.Namespace, output: Output) -> int:
             return _serve(args, root, output)
         if command == "fsck":
             return _fsck(root, output)
+        _require_data(root)  # a token or trust entry made at a typo would belong to no hub
         return _administer(args, command, AuthStore(root), output)
     except OSError as exc:
         raise HubError(
@@ -169,11 +170,16 @@ def _administer(args: argparse.Namespace, command: str, auth, output: Output) ->
     return 2
 
 
+def _require_data(root: Path) -> None:
+    if not (root / "repos").is_dir():
+        raise HubError(f"{root} holds no hub data", path=str(root), code="hub-no-data",
+                       hint="give the --root the server uses (`hub serve --root DIR` creates it on first start)")
+
+
 def _fsck(root: Path, output: Output) -> int:
     from pipeline.hub.recovery import fsck_root
 
-    if not (root / "repos").is_dir():
-        raise HubError(f"{root} holds no hub data", hint="give the --root the server uses", code="hub-no-data")
+    _require_data(root)
     problems = fsck_root(root)
     if output.json_mode:
         output.emit_json({"root": str(root), "problems": [vars(p) for p in problems]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from pipeline.console import Output
@@ -52,6 +53,8 @@ def run(args: argparse.Namespace, output: Output) -> int:
                   f"dtypes {', '.join(result.dtypes)}; {len(result.files)} files)")
     for name in result.files:
         output.result(f"  {name}")
-    output.result("next: python -m pipeline validate {0} && python -m pipeline build {0} && "
-                  "python -m pipeline smoke {0}/build".format(result.root))
+    # Quoted, so that the line works as printed when pasted into a shell.
+    root, build = shlex.quote(str(result.root)), shlex.quote(str(result.root / "build"))
+    output.result(f"next: python -m pipeline validate {root} && python -m pipeline build {root} && "
+                  f"python -m pipeline smoke {build}")
     return 0

@@ -27,7 +27,9 @@ Where it goes (printed first):
 
 The upload follows the Hub's kernel conventions: repository type `kernel`;
 build/<variant>/ on branch v<version>; the card as README.md on main. Only
-files that differ are uploaded; an unchanged bundle makes no commit.
+files that differ are uploaded; an unchanged bundle makes no commit. The
+version branch is committed before the card on main; stopped between the two,
+publish says what the Hub holds, and running it again makes the missing commit.
 
 examples:
   python -m pipeline publish kernels-pipeline/rmsnorm
@@ -45,7 +47,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--endpoint", default=None, help="Hub URL (overrides HF_ENDPOINT)")
     parser.add_argument("--version", type=int, default=None,
                         help="version to publish (default: the bundle's; must match it)")
-    parser.add_argument("--dry-run", action="store_true", help="print the exact file operations; change nothing")
+    parser.add_argument("--dry-run", action="store_true", help="run every stage but the upload (smoke too: the card lists its verdict) "
+                             "and print the exact file operations the real run would make; change nothing")
     parser.add_argument("--force", action="store_true",
                         help="upload even if check or smoke fails (recorded in the kernel card)")
     parser.add_argument("--rebuild", action="store_true", help="build the host's variant even if a build exists")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Iterator
 
 from pipeline.commands._render import print_verify
-from pipeline.errors import VerifyError
+from pipeline.errors import PublishError, VerifyError
 from pipeline.target import resolve_target, split_repo_id, started_target
 from pipeline.verify import verify_publication
 from pipeline.workspace import resolve_for_repo
@@ -22,6 +24,9 @@ with an empty KERNELS_CACHE:
      own selection code picks for a system of that cell. A cell the
      publication promises (its torch, backend/CUDA major and platform were
      published; --require all: every cell) that resolves to nothing fails.
+
+Step 1 needs the kernel project (its smoke cases are the reference): the
+workspace kernel NAME, or --kernel PATH; with neither, pass --load-only.
 
 The Hub is chosen as for publish (--endpoint > HF_ENDPOINT > the Hugging Face
 Hub with a token > the embedded Hub's data, served for the run).
@@ -43,14 +48,30 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
+@contextlib.contextmanager
+def _as_verify_error() -> Iterator[None]:
+    """The helpers verify shares with publish raise PublishError; verify exits with its own code."""
+    try:
+        yield
+    except PublishError as exc:
+        raise VerifyError(exc.message, hint=exc.hint, path=exc.path, line=exc.line, code=exc.code,
+                          problems=exc.problems) from None
+
+
 def run(args, output) -> int:
     name = args.repo.rsplit("/", 1)[-1]
-    # Verifying needs no project: without one there are no cases and no matrix.
-    source = resolve_for_repo(name, args.kernel, required=False)
-    repo_id, _ = split_repo_id(args.repo, source.namespace)
+    with _as_verify_error():
+        source = resolve_for_repo(name, args.kernel, required=False)
+        repo_id, _ = split_repo_id(args.repo, source.namespace)
+    if source.kernel is None and not args.load_only:
+        # Checking outputs needs the project's reference cases; say so now, not after the download.
+        raise VerifyError(f"no kernel project for {name!r}: its tests/smoke_cases.py are the reference "
+                          "the loaded kernel is checked against", code="kernel-not-found",
+                          hint="pass --kernel PATH (the kernel project), or --load-only to check only "
+                               "that get_kernel loads it")
     target = resolve_target(args.endpoint)
     output.info(f"  target  {target.describe()}")
-    with started_target(target) as live, output.reporter() as report:
+    with _as_verify_error(), started_target(target) as live, output.reporter() as report:
         report_ = verify_publication(live.endpoint, repo_id, args.version, kernel=source.kernel,
                                      token=live.token, require=args.require, load_only=args.load_only,
                                      report=report)

@@ -5,7 +5,10 @@ against, so a concurrent publish makes ours fail instead of being silently
 overwritten. The version branch is committed before the card on main, so the
 card never announces files that are not there. A repository or branch created
 here is removed again if the publish fails before anything was committed to
-it, so a failed publish leaves the Hub as it was.
+it, so a failed publish leaves the Hub as it was. The Hub has no commit that
+spans two branches: stopped between the two commits (Ctrl-C included), the
+version branch holds the files and main's card lags; the error says so, and a
+rerun of the same publish makes only the missing commit.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Callable
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
+from pipeline.errors import PublishError
 from pipeline.events import Event, Reporter, quiet
 from pipeline.hubclient import MAIN, REPO_TYPE, guarded, heads, hf_bars_off, xet_available, xet_off
 from pipeline.upload.plan import BranchPlan, UploadPlan, short_commit
@@ -119,14 +123,39 @@ class _Created:
         self.repo = False
         self.branches.clear()
 
-    def rollback(self, api: HfApi, repo_id: str) -> None:
-        """Best effort: undo what this publish created before it failed."""
-        with contextlib.suppress(Exception):
+    def rollback(self, api: HfApi, repo_id: str) -> bool:
+        """Best effort: undo what this publish created before it failed. False when that failed."""
+        try:
             if self.repo:
                 api.delete_repo(repo_id, repo_type=REPO_TYPE)
-                return
+                return True
             for branch in self.branches:
                 api.delete_branch(repo_id, branch=branch, repo_type=REPO_TYPE)
+        except Exception:
+            return False
+        return True
+
+
+INTERRUPTED_EXIT = 130  # as a shell reports a process ended by Ctrl-C
+RERUN = "run the same publish again: it uploads only what is missing and makes the remaining commits"
+
+
+def hub_state_after(plan: UploadPlan, results: list[CommitResult], created: _Created, undone: bool) -> str:
+    """What a publish that stopped part-way left on the Hub, in one sentence."""
+    done = [r.branch for r in results]
+    pending = [b.branch for b in plan.branches if b.ops and b.branch not in done]
+    if done:
+        left = f"{', '.join(done)} committed; not yet: {', '.join(pending) or 'nothing'}"
+        if MAIN in pending:
+            left += f" ({MAIN}'s card does not list the new files yet; they load with get_kernel already)"
+        return left
+    what = f"the repository {plan.repo_id}" if created.repo else \
+        (f"branch {', '.join(created.branches)}" if created.branches else "")
+    if not what:
+        return "nothing was committed: the Hub is as it was"
+    if undone:
+        return f"nothing was committed, and {what}, created by this run, was deleted again: the Hub is as it was"
+    return f"nothing was committed, and {what}, created by this run, could not be deleted again (it is empty)"
 
 
 def _commit(api: HfApi, repo_id: str, bplan: BranchPlan, parent: str | None, *, lfs_only: bool,
@@ -203,7 +232,20 @@ def execute_plan(api: HfApi, plan: UploadPlan, *, report: Reporter = quiet,
             created.committed()  # committed: no longer ours to roll back
             report(Event("step", f"{result.branch}: commit {short_commit(result.commit)} "
                                  f"({result.operations} operation(s))", stage="upload"))
-    except BaseException:
-        created.rollback(api, plan.repo_id)
+    except BaseException as exc:
+        _stopped(api, plan, results, created, exc)
         raise
     return tuple(results)
+
+
+def _stopped(api: HfApi, plan: UploadPlan, results: list[CommitResult], created: _Created,
+             exc: BaseException) -> None:
+    """Undo what can be undone, then say what the Hub holds and that a rerun finishes the job."""
+    undone = created.rollback(api, plan.repo_id)
+    state = hub_state_after(plan, results, created, undone)
+    if isinstance(exc, KeyboardInterrupt):
+        error = PublishError(f"interrupted: {state}", code="publish-interrupted", hint=RERUN)
+        error.exit_code = INTERRUPTED_EXIT
+        raise error from None
+    if isinstance(exc, PublishError) and (results or not undone):
+        exc.hint = f"{state}. {exc.hint or RERUN}"
