@@ -121,6 +121,8 @@ def test_publish_verify_republish_and_new_version(tmp_path, hub, project):
     assert state["v1"][1] == sorted([*(f"build/{host}/{f}" for f in
                                                     ("__init__.py", "_ops.py", "_tiny_cpu_0a1b2c3.abi3.so",
                                                      "metadata.json"))])
+    # v1 is mirrored to main, as upstream does: a plain get_kernel(repo) finds the builds there.
+    assert state["main"][1] == sorted([*state["v1"][1], "README.md"])
     readme = Path(HfApi(endpoint=hub.endpoint).hf_hub_download(REPO_ID, "README.md", repo_type="kernel",
                                                                cache_dir=tmp_path / "dl")).read_text()
     assert 'get_kernel("tiny-org/tiny", version=1)' in readme and f"`{host}`" in readme
@@ -138,6 +140,9 @@ def test_publish_verify_republish_and_new_version(tmp_path, hub, project):
     second = run_publish(project, hub)
     assert [c.branch for c in second.commits] == ["v2", "main"] and second.verify.ok
     assert hub_state(hub)["v1"] == state["v1"]
+    # main keeps v1's builds (only the card moves to v2); v2 holds only its own.
+    assert set(state["v1"][1]) <= set(hub_state(hub)["main"][1])
+    assert f"build/{host}/_tiny_cpu_0a1b2c3.abi3.so" not in hub_state(hub)["v2"][1]
     from pipeline.verify import verify_publication
 
     v1 = verify_publication(hub.endpoint, REPO_ID, 1, kernel=resolve(project))

@@ -19,6 +19,9 @@ from pipeline.bundle import Bundle
 from pipeline.fsutil import git_blob_sha1, git_blob_sha1_bytes, sha256_bytes, sha256_file
 from pipeline.hubclient import MAIN, REPO_TYPE, RemoteFile, RemoteState, read_remote, remote_metadata, remote_tree
 
+# The version whose builds main mirrors (upstream's convention for v1).
+MIRRORED_VERSION = 1
+
 # card_for(variant names the branch will hold, metadata of the kept remote ones) -> card text,
 # or None to leave main's card alone.
 CardMaker = Callable[[list[str], dict], "str | None"]
@@ -185,10 +188,17 @@ def plan_upload(api: HfApi, repo_id: str, bundle: Bundle, version: int, card_for
         main_ops, main_unchanged = [], 0
     else:
         main_tree = remote_tree(api, repo_id, main_head) if main_head else {}
-        main_ops, main_unchanged = diff({"README.md": (None, card.encode("utf-8"))}, main_tree, ())
+        wanted: Wanted = {"README.md": (None, card.encode("utf-8"))}
+        prefixes: tuple[str, ...] = ()
+        if version == MIRRORED_VERSION:
+            # As kernels-community does: v1's builds on main too, for a plain get_kernel(repo).
+            wanted.update(bundle_files(bundle))
+            prefixes = tuple(f"build/{v.name}/" for v in bundle.variants)
+        main_ops, main_unchanged = diff(wanted, main_tree, prefixes)
+    what = "Kernel card and builds" if version == MIRRORED_VERSION and card is not None else "Kernel card"
     main_plan = BranchPlan(branch=MAIN, exists=main_head is not None, parent_commit=main_head,
                            ops=tuple(main_ops), unchanged=main_unchanged,
-                           message=f"Kernel card for {repo_id} v{version} (kernel-pipeline {__version__})")
+                           message=f"{what} for {repo_id} v{version} (kernel-pipeline {__version__})")
     if main_head is None and remote.repo_exists:
         # An empty repository: main gets its first commit before the version
         # branch can be created from it.
