@@ -16,7 +16,6 @@ from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
 from pipeline.errors import HubError, PublishError
-from pipeline.hub import EmbeddedHub, default_root
 
 HF_HUB_ENDPOINT = "https://huggingface.co"
 # The embedded Hub's default port and root (those of `hub serve`), so that the
@@ -81,7 +80,11 @@ def resolve_target(endpoint: str | None = None, *, env: dict | None = None, toke
     port = DEFAULT_HUB_PORT if hub_port is None else hub_port
     if port and not port_free(port):
         port = free_port()  # something else listens there: another port, named before the Hub starts
-    return Target("embedded", None, None, hub_root=Path(hub_root or default_root()), hub_port=port)
+    if hub_root is None:
+        from pipeline.hub import default_root  # the hub's server stack loads only when it is the target
+
+        hub_root = default_root()
+    return Target("embedded", None, None, hub_root=Path(hub_root), hub_port=port)
 
 
 def free_port() -> int:
@@ -106,6 +109,8 @@ def started_target(target: Target, *, trusted_namespaces: tuple[str, ...] = ()) 
     if not target.embedded:
         yield target
         return
+    from pipeline.hub import EmbeddedHub  # starlette, uvicorn, the Xet store: only for the embedded Hub
+
     hub = EmbeddedHub(target.hub_root, host="127.0.0.1", port=target.hub_port or 0,
                       trusted_namespaces=trusted_namespaces)
     try:
