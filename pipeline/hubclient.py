@@ -5,6 +5,7 @@ one table from Hub failures to our errors (huggingface_hub's own
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import importlib.util
 import json
 import tempfile
@@ -170,13 +171,63 @@ def hub_error(exc: BaseException, what: str, repo_id: str, where: str = "") -> P
 
 
 def guarded(what: str, repo_id: str, fn: Callable[[], T], where: str = "") -> T:
-    """`fn()`, with a Hub failure turned into our error (anything else propagates)."""
+    """`fn()`, with a Hub failure turned into our error (anything else propagates).
+    A call that this huggingface_hub refuses for repository type `kernel` is
+    made again with the type allowed (see `kernel_type_allowed`)."""
     try:
-        return fn()
+        try:
+            return fn()
+        except ValueError as exc:
+            if not refuses_kernel_type(exc):
+                raise
+        with kernel_type_allowed():
+            return fn()
     except Exception as exc:
         if is_hub_failure(exc):
             raise hub_error(exc, what, repo_id, where) from None
         raise
+
+
+# --- huggingface_hub 1.x and repository type `kernel` -------------------------------
+
+HF_HUB_FLOOR = "1.10"  # the oldest huggingface_hub that addresses kernel repositories (kernels' own floor)
+
+
+def refuses_kernel_type(exc: BaseException) -> bool:
+    """huggingface_hub 1.x knows kernel repositories (their URLs, downloads,
+    create_repo) but its commit methods check `constants.REPO_TYPES`, which
+    lacks `kernel`: they raise this ValueError before any request is sent."""
+    return isinstance(exc, ValueError) and str(exc).startswith("Invalid repo type") and \
+        REPO_TYPE not in (constants.REPO_TYPES or ())
+
+
+@contextlib.contextmanager
+def kernel_type_allowed() -> Iterator[None]:
+    """Let the commit methods accept repository type `kernel` for one call.
+
+    Feature-detected, not version-sniffed: this works where huggingface_hub
+    builds kernel URLs (`REPO_TYPES_URL_PREFIXES["kernel"]`, the /api/kernels/
+    and /kernels/ routes) and only its list of accepted types is short; a
+    huggingface_hub that cannot address kernel repositories at all gets an
+    error that names the version it needs."""
+    if constants.REPO_TYPES_URL_PREFIXES.get(REPO_TYPE) != "kernels/":
+        raise PublishError(
+            f"huggingface_hub {hf_version()} cannot address kernel repositories",
+            code="hub-client-too-old",
+            hint=f"pip install 'huggingface_hub>={HF_HUB_FLOOR}' (kernels itself needs it)")
+    old = constants.REPO_TYPES
+    constants.REPO_TYPES = [*old, REPO_TYPE]
+    try:
+        yield
+    finally:
+        constants.REPO_TYPES = old
+
+
+def hf_version() -> str:
+    try:
+        return importlib.metadata.version("huggingface_hub")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - we import it above
+        return "?"
 
 
 # --- cheap checks before slow work --------------------------------------------------
