@@ -63,4 +63,12 @@ def print_verify(report: VerifyReport, output: Output) -> None:
             else:
                 status = "-> nothing: MISSING (promised)" if cell.promised else "-> nothing (not published)"
             output.result(f"    {cell.cell.ljust(width)}  {status}")
+    for consumer in report.consumers:
+        load = consumer.load
+        if consumer.ok and load is not None:
+            trust = "" if load.trusted else " (only with trust_remote_code=True: untrusted publisher)"
+            output.result(f"  get_kernel with {consumer.label}: ok{trust}; {load.message}")
+        else:
+            why = consumer.error or (load.message if load else "no result")
+            output.result(f"  get_kernel with {consumer.label}: FAILED: {why}")
     output.result(f"verify: {'ok' if report.ok else 'FAILED'}")

@@ -1,0 +1,257 @@
+"""Consumer environments: the `kernels` (and `huggingface_hub`, `transformers`)
+versions that users of a published kernel really have, each in its own venv.
+
+`verify` loads the publication in each of them, as a user would; the model
+check runs a small transformers model in one. A venv is made once per set of
+requirements and kept under `~/.cache/kernel-pipeline/consumers/<key>`
+(`PIPELINE_CACHE_DIR` moves the root). It installs only the packages of its
+spec; everything else, torch first, is this interpreter's (its site-packages
+are added after the venv's own, so the venv's versions win). Packages come
+from the package index, or only from the wheel directories in
+`PIPELINE_CONSUMER_WHEELS` (os.pathsep-separated) when that is set: offline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from pipeline.errors import VerifyError
+from pipeline.events import Event, Reporter, quiet
+
+WHEELS_ENV = "PIPELINE_CONSUMER_WHEELS"
+INSTALL_TIMEOUT_S = 600
+READY = "consumer.json"
+
+# What pip prints when it cannot reach the index (as opposed to a version that is not there).
+_UNREACHABLE = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary failure in name "
+                          r"resolution|Network is unreachable|Connection refused|ConnectTimeout|ProxyError|"
+                          r"Could not fetch URL|No route to host")
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """One consumer environment: exact requirements, pip syntax."""
+
+    requirements: tuple[str, ...]
+
+    @property
+    def pins(self) -> dict[str, str]:
+        return dict(r.split("==", 1) for r in self.requirements if "==" in r)
+
+    @property
+    def kernels(self) -> str:
+        return self.pins.get("kernels", "?")
+
+    @property
+    def label(self) -> str:
+        return " + ".join(f"{n} {v}" for n, v in self.pins.items())
+
+    def key(self) -> str:
+        """Directory name: the requirements and the interpreter (venvs are not portable)."""
+        text = "\n".join([*sorted(self.requirements), sys.version, sys.executable, _torch_version()])
+        slug = "-".join(f"{n.replace('_', '-')}{v}" for n, v in self.pins.items())
+        return f"{slug}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+# The newest release of each kernels series users have, with the huggingface_hub
+# their stack pins: transformers 5.17 accepts only kernels>=0.16,<0.17 and
+# huggingface_hub<2; transformers 5.19-5.21 accept kernels>=0.17,<0.18.
+CONSUMERS: tuple[ConsumerSpec, ...] = (
+    ConsumerSpec(("kernels==0.16.2", "huggingface_hub==1.33.0")),
+    ConsumerSpec(("kernels==0.17.2", "huggingface_hub==2.4.0")),
+)
+MODEL_CONSUMERS: tuple[ConsumerSpec, ...] = (
+    ConsumerSpec(("kernels==0.16.2", "huggingface_hub==1.33.0", "transformers==5.17.0")),
+    ConsumerSpec(("kernels==0.17.2", "huggingface_hub==2.4.0", "transformers==5.21.1")),
+)
+
+
+@dataclass(frozen=True)
+class ConsumerEnv:
+    spec: ConsumerSpec
+    path: Path
+    versions: dict  # distribution -> version, as installed (read back from the venv)
+    reused: bool = False
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def to_json(self) -> dict:
+        return {"requirements": list(self.spec.requirements), "path": str(self.path), "versions": self.versions,
+                "reused": self.reused}
+
+
+def cache_root(env: dict | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = Path(env["PIPELINE_CACHE_DIR"]) if env.get("PIPELINE_CACHE_DIR") else Path.home() / ".cache" / "kernel-pipeline"
+    return base / "consumers"
+
+
+def wheel_dirs(env: dict | None = None) -> tuple[Path, ...]:
+    env = os.environ if env is None else env
+    return tuple(Path(p) for p in (env.get(WHEELS_ENV) or "").split(os.pathsep) if p)
+
+
+def parse_specs(text: str) -> tuple[ConsumerSpec, ...]:
+    """`kernels==0.16.2,huggingface_hub==1.33.0;kernels==0.17.2` -> specs (for --consumers)."""
+    specs = []
+    for group in filter(None, (g.strip() for g in text.split(";"))):
+        reqs = tuple(r.strip() for r in group.split(",") if r.strip())
+        if not any(r.startswith("kernels==") for r in reqs):
+            raise VerifyError(f"consumer {group!r} does not pin kernels", code="usage",
+                              hint="write each consumer as kernels==X[,huggingface_hub==Y...]; separate them with ';'")
+        specs.append(ConsumerSpec(reqs))
+    return tuple(specs)
+
+
+def _torch_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("torch")
+    except Exception:  # noqa: BLE001 - no torch: the key still differs from a torch host's
+        return "none"
+
+
+def _host_sites() -> list[str]:
+    """This interpreter's site-packages (where torch is), for the venv's .pth."""
+    paths = list(site.getsitepackages())
+    user = site.getusersitepackages()
+    if isinstance(user, str) and os.path.isdir(user):
+        paths.append(user)
+    return [p for p in paths if os.path.isdir(p)]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One process makes a given venv; others wait and reuse it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def child_env(base: dict | None = None) -> dict:
+    """The environment a consumer process runs in: `base` (default: ours)
+    without its import path (PYTHONPATH could hold another kernels)."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def ensure_env(spec: ConsumerSpec, *, root: Path | None = None, wheels: tuple[Path, ...] | None = None,
+               report: Reporter = quiet) -> ConsumerEnv:
+    """The venv for `spec`, made (and cached) if needed."""
+    root = cache_root() if root is None else root
+    wheels = wheel_dirs() if wheels is None else wheels
+    path = root / spec.key()
+    with _locked(root / f".{spec.key()}.lock"):
+        ready = path / READY
+        if ready.is_file():
+            return ConsumerEnv(spec, path, json.loads(ready.read_text())["versions"], reused=True)
+        report(Event("step", f"making the consumer environment {spec.label} ({path})", stage="verify"))
+        tmp = root / f".{spec.key()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            _create(tmp, spec, wheels)
+            versions = _installed(tmp / "bin" / "python", spec)
+            (tmp / READY).write_text(json.dumps({"requirements": list(spec.requirements), "versions": versions}))
+            shutil.rmtree(path, ignore_errors=True)
+            tmp.rename(path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return ConsumerEnv(spec, path, versions)
+
+
+def _create(path: Path, spec: ConsumerSpec, wheels: tuple[Path, ...]) -> None:
+    venv.EnvBuilder(with_pip=True, symlinks=True, clear=True).create(path)
+    purelib = subprocess.run([str(path / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    # After the venv's own site-packages: the host's torch (and the rest) without copying it.
+    lines = "".join(f"import site; site.addsitedir({p!r})\n" for p in _host_sites())
+    Path(purelib, "zz-host-site.pth").write_text(lines)
+    source = ["--no-index", *[f"--find-links={w}" for w in wheels]] if wheels else ["--prefer-binary"]
+    cmd = [str(path / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+           *source, *spec.requirements]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, env=child_env())
+    except subprocess.TimeoutExpired:
+        raise VerifyError(f"installing {spec.label} took more than {INSTALL_TIMEOUT_S} s",
+                          code="consumer-index-unreachable", hint=_offline_hint()) from None
+    if proc.returncode != 0:
+        text = proc.stderr + proc.stdout
+        tail = "; ".join(line.strip() for line in text.strip().splitlines()[-4:])
+        if _UNREACHABLE.search(text) and not wheels:
+            raise VerifyError(f"cannot reach the package index to install {spec.label}",
+                              code="consumer-index-unreachable", hint=_offline_hint())
+        raise VerifyError(f"cannot install the consumer environment {spec.label}: {tail}",
+                          code="consumer-env-failed",
+                          hint=f"the wheels must be in {', '.join(map(str, wheels))}" if wheels else _offline_hint())
+
+
+def _offline_hint() -> str:
+    return (f"offline, put the wheels in a directory and set {WHEELS_ENV}=DIR (pip download -d DIR "
+            f"kernels==X huggingface_hub==Y on a machine that reaches the index)")
+
+
+def _installed(python: Path, spec: ConsumerSpec) -> dict:
+    """The versions the venv really imports (its own, not the host's)."""
+    names = [*spec.pins, "torch"]
+    code = ("import json, importlib.metadata as m, sys\n"
+            "out = {}\n"
+            f"for n in {names!r}:\n"
+            "    try: out[n] = m.version(n)\n"
+            "    except m.PackageNotFoundError: out[n] = None\n"
+            "print(json.dumps(out))")
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=child_env(), timeout=120)
+    versions = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    wrong = {n: versions.get(n) for n, v in spec.pins.items() if versions.get(n) != v}
+    if wrong:
+        raise VerifyError(f"the consumer environment {spec.label} imports {wrong}",
+                          code="consumer-env-failed", hint="delete it and try again: "
+                          f"rm -r {python.parent.parent}")
+    if not versions.get("torch"):
+        raise VerifyError(f"torch is not importable in the consumer environment {spec.label}",
+                          code="consumer-env-failed", hint="install torch for this interpreter; the consumer "
+                          "environments reuse it")
+    return versions
+
+
+def run_child(env: ConsumerEnv, module: str, request: dict, *, base_env: dict, timeout: int) -> dict:
+    """Run `module._child_main()` in the consumer venv with `request` on stdin; its JSON result.
+    `base_env` is the whole environment (Hub, caches); only this package is put on its import path."""
+    package_parent = str(Path(__file__).resolve().parents[1])
+    result = Path(base_env["KERNELS_CACHE"]).parent / f"result-{env.spec.key()}.json"
+    request = {**request, "result": str(result)}
+    proc_env = {**child_env(base_env), "PYTHONPATH": package_parent, "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        proc = subprocess.run([str(env.python), "-c", f"from {module} import _child_main; _child_main()"],
+                              input=json.dumps(request), capture_output=True, text=True, env=proc_env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise VerifyError(f"the {env.spec.label} process did not finish in {timeout} s",
+                          code="verify-process-failed") from None
+    if not result.is_file():
+        tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-15:])
+        raise VerifyError(f"the {env.spec.label} process failed (exit {proc.returncode})",
+                          code="verify-process-failed", hint=tail or "no output")
+    data = json.loads(result.read_text())
+    result.unlink()
+    return data
