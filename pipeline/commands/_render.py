@@ -49,8 +49,9 @@ def print_verify(report: VerifyReport, output: Output) -> None:
                   f"(revision {str(report.revision)[:12]}): published variants: {', '.join(report.published) or 'none'}")
     if load is not None:
         status = "ok" if load.ok else "FAILED"
-        output.result(f"  get_kernel on this host: {status}: variant {load.variant or '-'}, id {load.kernel_id or '-'}; "
-                      f"{load.message}")
+        trust = " (only with trust_remote_code=True)" if load.trusted is False else ""
+        output.result(f"  get_kernel on this host: {status}{trust}: variant {load.variant or '-'}, "
+                      f"id {load.kernel_id or '-'}; {load.message}")
         for failure in load.failures:
             output.result(f"    {failure}")
     if report.cells:
@@ -71,4 +72,7 @@ def print_verify(report: VerifyReport, output: Output) -> None:
         else:
             why = consumer.error or (load.message if load else "no result")
             output.result(f"  get_kernel with {consumer.label}: FAILED: {why}")
+    if report.trusted is False:
+        output.result(f"  note: {report.repo_id.split('/')[0]!r} is not a trusted publisher on this Hub: users must "
+                      f"call get_kernel({report.repo_id!r}, version={report.version}, trust_remote_code=True)")
     output.result(f"verify: {'ok' if report.ok else 'FAILED'}")
