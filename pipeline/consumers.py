@@ -32,6 +32,7 @@ from pipeline.errors import VerifyError
 from pipeline.events import Event, Reporter, quiet
 
 WHEELS_ENV = "PIPELINE_CONSUMER_WHEELS"
+CONSUMERS_ENV = "PIPELINE_CONSUMERS"
 INSTALL_TIMEOUT_S = 600
 READY = "consumer.json"
 
@@ -93,6 +94,15 @@ class ConsumerEnv:
     def to_json(self) -> dict:
         return {"requirements": list(self.spec.requirements), "path": str(self.path), "versions": self.versions,
                 "reused": self.reused}
+
+
+def default_consumers(env: dict | None = None) -> tuple[ConsumerSpec, ...]:
+    """CONSUMERS, or what `PIPELINE_CONSUMERS` names ("none", or specs as for `parse_specs`)."""
+    env = os.environ if env is None else env
+    text = (env.get(CONSUMERS_ENV) or "").strip()
+    if not text:
+        return CONSUMERS
+    return () if text == "none" else parse_specs(text)
 
 
 def cache_root(env: dict | None = None) -> Path:
@@ -195,19 +205,19 @@ def _create(path: Path, spec: ConsumerSpec, wheels: tuple[Path, ...]) -> None:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, env=child_env())
     except subprocess.TimeoutExpired:
         raise VerifyError(f"installing {spec.label} took more than {INSTALL_TIMEOUT_S} s",
-                          code="consumer-index-unreachable", hint=_offline_hint()) from None
+                          code="consumer-index-unreachable", hint=offline_hint()) from None
     if proc.returncode != 0:
         text = proc.stderr + proc.stdout
         tail = "; ".join(line.strip() for line in text.strip().splitlines()[-4:])
         if _UNREACHABLE.search(text) and not wheels:
             raise VerifyError(f"cannot reach the package index to install {spec.label}",
-                              code="consumer-index-unreachable", hint=_offline_hint())
+                              code="consumer-index-unreachable", hint=offline_hint())
         raise VerifyError(f"cannot install the consumer environment {spec.label}: {tail}",
                           code="consumer-env-failed",
-                          hint=f"the wheels must be in {', '.join(map(str, wheels))}" if wheels else _offline_hint())
+                          hint=f"the wheels must be in {', '.join(map(str, wheels))}" if wheels else offline_hint())
 
 
-def _offline_hint() -> str:
+def offline_hint() -> str:
     return (f"offline, put the wheels in a directory and set {WHEELS_ENV}=DIR (pip download -d DIR "
             f"kernels==X huggingface_hub==Y on a machine that reaches the index)")
 

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pipeline.consumers import CONSUMERS, ConsumerEnv, ConsumerSpec, ensure_env, run_child
+from pipeline.consumers import ConsumerEnv, ConsumerSpec, default_consumers, ensure_env, offline_hint, run_child
 from pipeline.errors import Problem, VerifyError
 from pipeline.events import Event, Reporter, quiet
 from pipeline.target import is_hugging_face
@@ -85,6 +85,7 @@ class ConsumerCheck:
     requirements: tuple[str, ...]
     load: LoadCheck | None
     error: str = ""  # the environment could not be made or run
+    error_code: str = ""
 
     @property
     def ok(self) -> bool:
@@ -92,7 +93,8 @@ class ConsumerCheck:
 
     def to_json(self) -> dict:
         return {"label": self.label, "requirements": list(self.requirements), "ok": self.ok,
-                "load": self.load.to_json() if self.load else None, "error": self.error}
+                "load": self.load.to_json() if self.load else None, "error": self.error,
+                "error_code": self.error_code}
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,7 @@ def verify_publication(endpoint: str, repo_id: str, version: int, *, kernel: "Ke
                        load_only: bool = False, consumers: tuple[ConsumerSpec, ...] | None = None,
                        report: Reporter = quiet) -> VerifyReport:
     """Verify a publication; returns the report (callers raise on errors).
-    `consumers`: the consumer environments to load it in (default CONSUMERS; () for none)."""
+    `consumers`: the consumer environments to load it in (default: `default_consumers()`; () for none)."""
     if cells is None:
         cells = matrix_cells(kernel)
     project_root = kernel.root if kernel is not None else None
@@ -206,9 +208,11 @@ def verify_publication(endpoint: str, repo_id: str, version: int, *, kernel: "Ke
     }
     with tempfile.TemporaryDirectory(prefix="pipeline-verify-") as tmp:
         data = _run_host_child(request, _child_env(endpoint, token, _fresh(Path(tmp) / "host")))
-        checks = tuple(_consumer_check(spec, {**request, "consumer": True, "cells": []},
-                                       _child_env(endpoint, token, _fresh(Path(tmp) / f"c{i}")), report)
-                       for i, spec in enumerate(CONSUMERS if consumers is None else consumers))
+        specs = default_consumers() if consumers is None else consumers
+        checks = () if data.get("error") else tuple(
+            _consumer_check(spec, {**request, "consumer": True, "cells": []},
+                            _child_env(endpoint, token, _fresh(Path(tmp) / f"c{i}")), report)
+            for i, spec in enumerate(specs))
     verified = _report(endpoint, repo_id, version, data, require, project_root)
     return replace(verified, consumers=checks, problems=verified.problems + _consumer_problems(verified, checks))
 
@@ -243,7 +247,7 @@ def _consumer_check(spec: ConsumerSpec, request: dict, env: dict, report: Report
         report(Event("step", f"get_kernel in a consumer environment: {spec.label}", stage="verify"))
         data = run_child(consumer, "pipeline.verify", request, base_env=env, timeout=CHILD_TIMEOUT_S)
     except VerifyError as exc:
-        return ConsumerCheck(spec.label, spec.requirements, None, error=f"{exc.code}: {exc.message}")
+        return ConsumerCheck(spec.label, spec.requirements, None, error=exc.message, error_code=exc.code or "")
     load = data.get("load")
     return ConsumerCheck(spec.label, spec.requirements, LoadCheck.from_json(load) if load else None,
                          error=data.get("error") or "")
@@ -253,7 +257,10 @@ def _consumer_problems(verified: VerifyReport, checks: tuple[ConsumerCheck, ...]
     where = f"{verified.repo_id}@v{verified.version}"
     problems = []
     for check in checks:
-        if not check.ok:
+        if check.error_code == "consumer-index-unreachable":  # not proved either way: say so, do not fail
+            problems.append(Problem(where, None, check.error_code, f"{check.label} not checked: {check.error}",
+                                    severity="warning", hint=offline_hint()))
+        elif not check.ok:
             why = check.error or (check.load.message if check.load else "no result")
             problems.append(Problem(where, None, "consumer-load-failed", f"with {check.label}: {why}",
                                     hint="a user with these versions cannot use this publication; run "
