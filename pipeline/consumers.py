@@ -4,7 +4,7 @@ versions that users of a published kernel really have, each in its own venv.
 `verify` loads the publication in each of them, as a user would; the model
 check runs a small transformers model in one. A venv is made once per set of
 requirements and kept under `~/.cache/kernel-pipeline/consumers/<key>`
-(`PIPELINE_CACHE_DIR` moves the root). It installs only the packages of its
+(`PIPELINE_CONSUMER_CACHE` moves the root). It installs only the packages of its
 spec; everything else, torch first, is this interpreter's (its site-packages
 are added after the venv's own, so the venv's versions win). Packages come
 from the package index, or only from the wheel directories in
@@ -33,6 +33,7 @@ from pipeline.events import Event, Reporter, quiet
 
 WHEELS_ENV = "PIPELINE_CONSUMER_WHEELS"
 CONSUMERS_ENV = "PIPELINE_CONSUMERS"
+CACHE_ENV = "PIPELINE_CONSUMER_CACHE"
 INSTALL_TIMEOUT_S = 600
 READY = "consumer.json"
 
@@ -74,9 +75,10 @@ CONSUMERS: tuple[ConsumerSpec, ...] = (
     ConsumerSpec(("kernels==0.16.2", "huggingface_hub==1.33.0")),
     ConsumerSpec(("kernels==0.17.2", "huggingface_hub==2.4.0")),
 )
+# diffusers for the LTX-Video block (0.42.1 needs huggingface_hub>=1.32,<3).
 MODEL_CONSUMERS: tuple[ConsumerSpec, ...] = (
-    ConsumerSpec(("kernels==0.16.2", "huggingface_hub==1.33.0", "transformers==5.17.0")),
-    ConsumerSpec(("kernels==0.17.2", "huggingface_hub==2.4.0", "transformers==5.21.1")),
+    ConsumerSpec(("kernels==0.16.2", "huggingface_hub==1.33.0", "transformers==5.17.0", "diffusers==0.42.1")),
+    ConsumerSpec(("kernels==0.17.2", "huggingface_hub==2.4.0", "transformers==5.21.1", "diffusers==0.42.1")),
 )
 
 
@@ -106,9 +108,12 @@ def default_consumers(env: dict | None = None) -> tuple[ConsumerSpec, ...]:
 
 
 def cache_root(env: dict | None = None) -> Path:
+    """`PIPELINE_CONSUMER_CACHE`, else ~/.cache/kernel-pipeline/consumers. Not under
+    PIPELINE_CACHE_DIR: a fresh build cache need not mean fresh venvs."""
     env = os.environ if env is None else env
-    base = Path(env["PIPELINE_CACHE_DIR"]) if env.get("PIPELINE_CACHE_DIR") else Path.home() / ".cache" / "kernel-pipeline"
-    return base / "consumers"
+    if env.get(CACHE_ENV):
+        return Path(env[CACHE_ENV])
+    return Path.home() / ".cache" / "kernel-pipeline" / "consumers"
 
 
 def wheel_dirs(env: dict | None = None) -> tuple[Path, ...]:
