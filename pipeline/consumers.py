@@ -204,7 +204,8 @@ def _create(path: Path, spec: ConsumerSpec, wheels: tuple[Path, ...]) -> None:
     lines = "".join(f"import site; site.addsitedir({p!r})\n" for p in _host_sites())
     Path(purelib, "zz-host-site.pth").write_text(lines)
     source = ["--no-index", *[f"--find-links={w}" for w in wheels]] if wheels else ["--prefer-binary"]
-    cmd = [str(path / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+    # -vv: only then does pip say "Could not fetch URL ... connection error" when the index is down.
+    cmd = [str(path / "bin" / "python"), "-m", "pip", "install", "-vv", "--disable-pip-version-check", "--no-input",
            *source, *spec.requirements]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, env=child_env())
@@ -212,8 +213,8 @@ def _create(path: Path, spec: ConsumerSpec, wheels: tuple[Path, ...]) -> None:
         raise VerifyError(f"installing {spec.label} took more than {INSTALL_TIMEOUT_S} s",
                           code="consumer-index-unreachable", hint=offline_hint()) from None
     if proc.returncode != 0:
-        text = proc.stderr + proc.stdout
-        tail = "; ".join(line.strip() for line in text.strip().splitlines()[-4:])
+        text = proc.stdout + proc.stderr
+        tail = "; ".join(line.strip() for line in text.strip().splitlines() if line.startswith("ERROR:"))[-600:]
         if _UNREACHABLE.search(text) and not wheels:
             raise VerifyError(f"cannot reach the package index to install {spec.label}",
                               code="consumer-index-unreachable", hint=offline_hint())
