@@ -16,7 +16,13 @@ from typing import Callable, Iterator, TypeVar
 from huggingface_hub import HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 from huggingface_hub.hf_api import RepoFile
-from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+from huggingface_hub.utils import (
+    are_progress_bars_disabled,
+    disable_progress_bars,
+    enable_progress_bars,
+    get_session,
+    hf_raise_for_status,
+)
 
 from pipeline.errors import PublishError
 from pipeline.target import Target
@@ -44,6 +50,7 @@ class RemoteFile:
 class RemoteState:
     repo_exists: bool
     branches: dict  # name -> head commit
+    trusted: bool | None = None  # the namespace is a trusted kernel publisher (None: not known)
 
     def versions(self) -> list[int]:
         """The published versions (branches v<N>)."""
@@ -51,11 +58,30 @@ class RemoteState:
 
 
 def read_remote(api: HfApi, repo_id: str) -> RemoteState:
+    trusted = publisher_trusted(api, repo_id.split("/")[0])
     try:
         refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
     except RepositoryNotFoundError:
-        return RemoteState(False, {})
-    return RemoteState(True, {b.name: b.target_commit for b in refs.branches})
+        return RemoteState(False, {}, trusted)
+    return RemoteState(True, {b.name: b.target_commit for b in refs.branches}, trusted)
+
+
+def publisher_trusted(api: HfApi, namespace: str) -> bool | None:
+    """What kernels' get_kernel asks the Hub before it loads without
+    trust_remote_code: the organization's `trustedKernelPublisher`. A
+    namespace that is no organization (a user) is not trusted; None when the
+    Hub cannot be asked."""
+    # Asked at api.endpoint: HfApi.get_organization_overview goes to huggingface.co
+    # whatever the endpoint in huggingface_hub 1.x (kernels sets HF_ENDPOINT instead).
+    try:
+        response = get_session().get(f"{api.endpoint}/api/organizations/{namespace}/overview",
+                                     headers=api._build_hf_headers(), timeout=30)
+        if response.status_code == 404:
+            return False
+        hf_raise_for_status(response)
+        return bool(response.json().get("trustedKernelPublisher", False))
+    except Exception:  # noqa: BLE001 - the card then says nothing about trust
+        return None
 
 
 def remote_tree(api: HfApi, repo_id: str, commit: str) -> dict[str, RemoteFile]:

@@ -10,12 +10,14 @@ the publication with kernels 0.16.2 and 0.17.2."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from huggingface_hub import constants
 
 from pipeline.consumers import CONSUMERS, ConsumerSpec
 from pipeline.errors import PublishError
-from pipeline.hubclient import guarded, refuses_kernel_type
+from pipeline.hubclient import guarded, publisher_trusted, read_remote, refuses_kernel_type
 
 from consumer_support import consumer_env, json_of, pipeline_env, rmsnorm_copy, run_pipeline
 
@@ -61,6 +63,29 @@ def test_a_client_that_cannot_address_kernel_repositories_names_the_version_it_n
     assert err.value.code == "hub-client-too-old" and "huggingface_hub>=1.10" in err.value.hint
 
 
+def test_publisher_trust_is_read_from_the_target_hub(tmp_path):
+    """At the target's endpoint (HfApi.get_organization_overview of
+    huggingface_hub 1.x asks huggingface.co whatever the endpoint)."""
+    from huggingface_hub import HfApi
+
+    from pipeline.hub import EmbeddedHub
+
+    with EmbeddedHub(tmp_path / "hub", port=0, trusted_namespaces=["kernels-pipeline"]) as hub:
+        api = HfApi(endpoint=hub.endpoint, token=hub.admin_token)
+        assert [publisher_trusted(api, ns) for ns in ("kernels-pipeline", "other-org")] == [True, False]
+        assert read_remote(api, "other-org/x").trusted is False
+    assert publisher_trusted(HfApi(endpoint="http://127.0.0.1:9", token=False), "x") is None
+
+
+def _card(hub, repo_id: str, tmp: Path) -> str:
+    """The README.md the publish put on main."""
+    from huggingface_hub import HfApi
+
+    path = HfApi(endpoint=hub.endpoint, token=False).hf_hub_download(repo_id, "README.md", repo_type="kernel",
+                                                                      cache_dir=tmp)
+    return Path(path).read_text()
+
+
 @pytest.fixture(scope="module")
 def published_with_hf133(tmp_path_factory):
     """kernels-pipeline/rmsnorm published by `pipeline publish` running with huggingface_hub 1.33.0."""
@@ -78,7 +103,7 @@ def published_with_hf133(tmp_path_factory):
 
 @pytest.mark.slow
 def test_publish_with_huggingface_hub_1_33_and_load_with_kernels_016_and_017(published_with_hf133):
-    publisher, _, _, _, proc = published_with_hf133
+    publisher, _, hub, env, proc = published_with_hf133
     assert publisher.versions["huggingface_hub"] == "1.33.0"
     doc = json_of(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -87,6 +112,9 @@ def test_publish_with_huggingface_hub_1_33_and_load_with_kernels_016_and_017(pub
     assert verify["ok"] and verify["load"]["versions"]["huggingface_hub"] == "1.33.0", verify
     assert verify["trusted"] is True
     assert verify["consumers_proved"] == [c.label for c in CONSUMERS]
+    card = _card(hub, REPO_ID, tmp=Path(env["PIPELINE_CACHE_DIR"]).parent / "card-trusted")
+    assert f'get_kernel("{REPO_ID}", version=1)' in card and "## Checked with" in card
+    assert all(f"- {c.label}" in card for c in CONSUMERS)
     for consumer in verify["consumers"]:
         load = consumer["load"]
         assert load["ok"] and load["cases"] > 0 and load["trusted"] is True, consumer
@@ -104,6 +132,8 @@ def test_an_untrusted_namespace_is_loaded_as_its_users_must_and_said_so(publishe
     assert verify["trusted"] is False and verify["load"]["trusted"] is False
     assert [c["load"]["trusted"] for c in verify["consumers"]] == [False]
     assert any(p["code"] == "publisher-untrusted" and p["severity"] == "warning" for p in verify["problems"])
+    card = _card(hub, "other-org/rmsnorm", tmp=Path(env["PIPELINE_CACHE_DIR"]).parent / "card-untrusted")
+    assert 'get_kernel("other-org/rmsnorm", version=1, trust_remote_code=True)' in card
     plain = run_pipeline(publisher.python, "verify", "other-org/rmsnorm", "--version", "1", "--kernel", str(kernel),
                          "--endpoint", hub.endpoint, "--consumers", "none", env=env)
     assert plain.returncode == 0 and "trust_remote_code=True" in plain.stdout, plain.stdout + plain.stderr
