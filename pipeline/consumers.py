@@ -25,6 +25,7 @@ import subprocess
 import sys
 import venv
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Iterator
 
@@ -34,6 +35,7 @@ from pipeline.events import Event, Reporter, quiet
 WHEELS_ENV = "PIPELINE_CONSUMER_WHEELS"
 CONSUMERS_ENV = "PIPELINE_CONSUMERS"
 CACHE_ENV = "PIPELINE_CONSUMER_CACHE"
+NO_DEPS_ENV = "PIPELINE_CONSUMER_NO_DEPS"
 INSTALL_TIMEOUT_S = 600
 READY = "consumer.json"
 
@@ -63,7 +65,8 @@ class ConsumerSpec:
 
     def key(self) -> str:
         """Directory name: the requirements and the interpreter (venvs are not portable)."""
-        text = "\n".join([*sorted(self.requirements), sys.version, sys.executable, _torch_version()])
+        text = "\n".join([*sorted(self.requirements), sys.version, sys.executable, _torch_version(), *_host_sites(),
+                          str(no_deps())])
         slug = "-".join(f"{n.replace('_', '-')}{v}" for n, v in self.pins.items())
         return f"{slug}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
 
@@ -116,6 +119,13 @@ def cache_root(env: dict | None = None) -> Path:
     return Path.home() / ".cache" / "kernel-pipeline" / "consumers"
 
 
+def no_deps(env: dict | None = None) -> bool:
+    """`PIPELINE_CONSUMER_NO_DEPS=1`: install only the pinned packages (their
+    dependencies must be this interpreter's already): for a small offline wheel directory."""
+    env = os.environ if env is None else env
+    return env.get(NO_DEPS_ENV, "") not in ("", "0")
+
+
 def wheel_dirs(env: dict | None = None) -> tuple[Path, ...]:
     env = os.environ if env is None else env
     return tuple(Path(p) for p in (env.get(WHEELS_ENV) or "").split(os.pathsep) if p)
@@ -135,20 +145,21 @@ def parse_specs(text: str) -> tuple[ConsumerSpec, ...]:
 
 def _torch_version() -> str:
     try:
-        from importlib.metadata import version
-
         return version("torch")
-    except Exception:  # noqa: BLE001 - no torch: the key still differs from a torch host's
+    except PackageNotFoundError:  # no torch: the key still differs from a torch host's
         return "none"
 
 
 def _host_sites() -> list[str]:
-    """This interpreter's site-packages (where torch is), for the venv's .pth."""
-    paths = list(site.getsitepackages())
+    """Where this interpreter finds its packages (torch): its site-packages and
+    PYTHONPATH (a `pip install --target` directory, as on the H200 image), for
+    the venv's .pth, after the venv's own packages."""
+    paths = [p for p in (os.environ.get("PYTHONPATH") or "").split(os.pathsep) if p]
+    paths += list(site.getsitepackages())
     user = site.getusersitepackages()
-    if isinstance(user, str) and os.path.isdir(user):
+    if isinstance(user, str):
         paths.append(user)
-    return [p for p in paths if os.path.isdir(p)]
+    return list(dict.fromkeys(os.path.abspath(p) for p in paths if os.path.isdir(p)))
 
 
 @contextlib.contextmanager
@@ -204,6 +215,8 @@ def _create(path: Path, spec: ConsumerSpec, wheels: tuple[Path, ...]) -> None:
     lines = "".join(f"import site; site.addsitedir({p!r})\n" for p in _host_sites())
     Path(purelib, "zz-host-site.pth").write_text(lines)
     source = ["--no-index", *[f"--find-links={w}" for w in wheels]] if wheels else ["--prefer-binary"]
+    if no_deps():
+        source.append("--no-deps")
     # -vv: only then does pip say "Could not fetch URL ... connection error" when the index is down.
     cmd = [str(path / "bin" / "python"), "-m", "pip", "install", "-vv", "--disable-pip-version-check", "--no-input",
            *source, *spec.requirements]
@@ -236,9 +249,15 @@ def _installed(python: Path, spec: ConsumerSpec) -> dict:
             f"for n in {names!r}:\n"
             "    try: out[n] = m.version(n)\n"
             "    except m.PackageNotFoundError: out[n] = None\n"
+            "import kernels  # its imports resolve here (--no-deps installs)\n"
             "print(json.dumps(out))")
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=child_env(), timeout=120)
-    versions = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise VerifyError(f"the consumer environment {spec.label} cannot import its packages: {last}",
+                          code="consumer-env-failed", hint=f"add the missing wheel to {WHEELS_ENV}, or unset "
+                          f"{NO_DEPS_ENV}; then rm -r {python.parent.parent}")
+    versions = json.loads(proc.stdout)
     wrong = {n: versions.get(n) for n, v in spec.pins.items() if versions.get(n) != v}
     if wrong:
         raise VerifyError(f"the consumer environment {spec.label} imports {wrong}",

@@ -22,13 +22,15 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.consumers import MODEL_CONSUMERS, ConsumerSpec, ensure_env, run_child
 from pipeline.errors import Problem, VerifyError
 from pipeline.events import Event, Reporter, quiet
-from pipeline.verify import _child_env
+from pipeline import model_zoo
+from pipeline.verify import _child_env, _versions, get_kernel_as_user
 
 MODELS = ("qwen3", "llama", "ltx-video")
 ERROR_FACTOR = 1.25  # kernelized error <= this x the stock model's error (both against float32)
@@ -162,9 +164,6 @@ def _run(request: dict) -> dict:
     import kernels
     import torch
 
-    from pipeline import model_zoo
-    from pipeline.verify import _versions, get_kernel_as_user
-
     config = config_from_json(request["config"])
     device = torch.device("cuda" if config.device == "auto" and torch.cuda.is_available()
                           else ("cpu" if config.device == "auto" else config.device))
@@ -186,8 +185,6 @@ def _run(request: dict) -> dict:
 
 
 def _more_versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in ("transformers", "diffusers"):
         try:
@@ -198,8 +195,6 @@ def _more_versions() -> dict:
 
 
 def _case(built, swapped, namespace: str, names: list[str], tokens: int, config: ModelConfig, device) -> dict:
-    from pipeline import model_zoo
-
     inputs = built.inputs(tokens)
     reference = model_zoo.forward(built.reference, built.to_reference(inputs))
     stock_error = model_zoo.rel_error(model_zoo.forward(built.model, inputs), reference)

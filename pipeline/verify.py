@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib import metadata
 import random
 import subprocess
 import sys
@@ -418,13 +419,11 @@ def get_kernel_as_user(kernels, repo_id: str, version: int):
 
 
 def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in ("kernels", "huggingface_hub", "torch"):
         try:
-            out[name] = version(name)
-        except PackageNotFoundError:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
             out[name] = None
     return out
 
