@@ -69,6 +69,8 @@ def print_verify(report: VerifyReport, output: Output) -> None:
         if consumer.ok and load is not None:
             trust = "" if load.trusted else " (only with trust_remote_code=True: untrusted publisher)"
             output.result(f"  get_kernel with {consumer.label}: ok{trust}; {load.message}")
+        elif consumer.error_code == "consumer-index-unreachable":
+            output.result(f"  get_kernel with {consumer.label}: not checked: {consumer.error}")
         else:
             why = consumer.error or (load.message if load else "no result")
             output.result(f"  get_kernel with {consumer.label}: FAILED: {why}")
