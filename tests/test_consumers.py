@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -97,3 +98,40 @@ def test_a_made_environment_is_reused_and_sees_the_host_torch(tmp_path):
     again = ensure_env(spec, root=tmp_path)
     assert again.reused and again.path == first.path and again.versions == first.versions
     assert first.python.is_file() and first.path.parent == tmp_path and sys.executable != str(first.python)
+
+
+def _load(ok=True, trusted=True):
+    from pipeline.verify import LoadCheck
+
+    return LoadCheck(ok=ok, variant="v", kernel_id="k", revision="r", seeds=(1,), cases=3, failed=0 if ok else 1,
+                     message="3 case(s) match" if ok else "1 of 3 case(s) differ", trusted=trusted)
+
+
+def test_verify_report_names_the_consumers_proved_and_what_failed():
+    from pipeline.verify import ConsumerCheck, VerifyReport, _consumer_problems
+
+    base = VerifyReport(endpoint="http://h", repo_id="org/k", version=1, revision="r", published=("v",),
+                        load=_load(), cells=())
+    checks = (ConsumerCheck("kernels 0.16.2", ("kernels==0.16.2",), _load()),
+              ConsumerCheck("kernels 0.17.2", ("kernels==0.17.2",), _load(ok=False)),
+              ConsumerCheck("kernels 0.15.2", ("kernels==0.15.2",), None, error="no index",
+                            error_code="consumer-index-unreachable"))
+    problems = _consumer_problems(base, checks)
+    assert [(p.code, p.severity) for p in problems] == [("consumer-load-failed", "error"),
+                                                         ("consumer-index-unreachable", "warning")]
+    report = replace(base, consumers=checks, problems=problems)
+    assert report.consumers_proved == ("kernels 0.16.2",) and not report.ok and report.trusted is True
+    assert report.to_json()["consumers_proved"] == ["kernels 0.16.2"]
+
+
+def test_an_untrusted_load_anywhere_makes_the_publication_untrusted_with_a_warning():
+    from pipeline.verify import ConsumerCheck, VerifyReport, _consumer_problems
+
+    base = VerifyReport(endpoint="http://h", repo_id="org/k", version=1, revision="r", published=("v",),
+                        load=_load(trusted=False), cells=())
+    checks = (ConsumerCheck("kernels 0.16.2", ("kernels==0.16.2",), _load(trusted=False)),)
+    report = replace(base, consumers=checks)
+    assert report.trusted is False
+    [problem] = _consumer_problems(report, checks)
+    assert problem.code == "publisher-untrusted" and problem.severity == "warning"
+    assert "trust_remote_code=True" in problem.hint
