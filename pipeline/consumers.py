@@ -208,12 +208,16 @@ def ensure_env(spec: ConsumerSpec, *, root: Path | None = None, wheels: tuple[Pa
 
 
 def _create(path: Path, spec: ConsumerSpec, wheels: tuple[Path, ...]) -> None:
-    venv.EnvBuilder(with_pip=True, symlinks=True, clear=True).create(path)
-    purelib = subprocess.run([str(path / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+    venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(path)
+    python = str(path / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
     # After the venv's own site-packages: the host's torch (and the rest) without copying it.
     lines = "".join(f"import site; site.addsitedir({p!r})\n" for p in _host_sites())
     Path(purelib, "zz-host-site.pth").write_text(lines)
+    # The host's pip, run by the venv's interpreter, installs into the venv; ensurepip only without one.
+    if subprocess.run([python, "-c", "import pip"], capture_output=True, env=child_env()).returncode != 0:
+        subprocess.run([python, "-m", "ensurepip", "--default-pip"], capture_output=True, check=True, env=child_env())
     source = ["--no-index", *[f"--find-links={w}" for w in wheels]] if wheels else ["--prefer-binary"]
     if no_deps():
         source.append("--no-deps")

@@ -66,6 +66,7 @@ def test_child_env_drops_the_import_path_that_could_hold_another_kernels():
     assert env["HF_ENDPOINT"] == "http://x" and env["PYTHONNOUSERSITE"] == "1"
 
 
+@pytest.mark.slow
 def test_an_unreachable_index_is_its_own_code_and_leaves_no_environment(tmp_path, monkeypatch):
     # A real pip in a real venv, pointed at a port where nothing listens.
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
@@ -80,6 +81,7 @@ def test_an_unreachable_index_is_its_own_code_and_leaves_no_environment(tmp_path
     assert not any(p.is_dir() for p in tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_a_wheel_directory_without_the_wheels_is_a_failure_that_names_it(tmp_path):
     wheels = tmp_path / "wheels"
     wheels.mkdir()
@@ -89,6 +91,7 @@ def test_a_wheel_directory_without_the_wheels_is_a_failure_that_names_it(tmp_pat
     assert str(wheels) in err.value.hint
 
 
+@pytest.mark.slow
 def test_a_made_environment_is_reused_and_sees_the_host_torch(tmp_path):
     """No package to install: the venv's own pip, the .pth to this
     interpreter's site-packages, and the ready marker, for real."""
