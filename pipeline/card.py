@@ -14,6 +14,7 @@ renders the same bytes and makes no commit.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from kernels.variants import parse_variant
 from pipeline import __version__
 from pipeline.bench import markdown_table
 from pipeline.bundle import Bundle, VariantBundle, describe_variant, exported_functions, exported_layers
+from pipeline.consumers import default_consumers
 from pipeline.errors import PublishError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,6 +68,9 @@ class Card:
     has_benchmark: bool = False
     template: str | None = None  # the project's CARD.md, if it has one
     pipeline_version: str = field(default=__version__)
+    trusted: bool | None = None  # the namespace is a trusted publisher (False: users pass trust_remote_code=True)
+    consumers: tuple[str, ...] = ()  # the kernels/huggingface_hub releases verify loads it with
+    model_table: str | None = None  # recorded model-check figures (benchmarks/results/model-*.json)
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -107,7 +112,12 @@ def _context(card: Card) -> dict:
         benchmark_table=card.benchmark_table, kernel_commit=card.kernel_commit, dirty=card.dirty,
         builders=list(card.builders), checks=list(card.checks), forced=list(card.forced),
         pipeline_version=card.pipeline_version, backends=list(card.backends),
-        has_benchmark_section=False,
+        has_benchmark_section=False, trusted=card.trusted, consumers=list(card.consumers),
+        model_table=card.model_table,
+        # The arguments of the get_kernel call users type: the published repository, and
+        # trust_remote_code=True where its namespace is not a trusted publisher.
+        load_args=f'"{card.repo_id}", version={card.version}' + (", trust_remote_code=True" if card.trusted is False
+                                                                  else ""),
     )
 
 
@@ -141,13 +151,17 @@ def project_template(project_root: Path | None) -> str | None:
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
+MODEL_RESULTS = "model-*.json"  # `verify --model ... --json` output, recorded in benchmarks/results/
+
+
 def benchmark_table(project_root: Path | None) -> str | None:
     """The Markdown table of the kernel's published benchmark results, if any
     (RMSNORM's `pipeline.bench.markdown_table`)."""
     if project_root is None:
         return None
     results_dir = Path(project_root) / "benchmarks" / "results"
-    results = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
+    results = sorted(set(results_dir.glob("*.json")) - set(results_dir.glob(MODEL_RESULTS))) \
+        if results_dir.is_dir() else []
     if not results:
         return None
     tables = []
@@ -159,6 +173,32 @@ def benchmark_table(project_root: Path | None) -> str | None:
         if table and table.strip():
             tables.append(table.strip())
     return "\n\n".join(tables) or None
+
+
+def model_table(project_root: Path | None) -> str | None:
+    """The recorded model-check figures (`benchmarks/results/model-*.json`, as
+    `verify --model NAME --json` writes them) as one Markdown table, if any."""
+    results_dir = Path(project_root) / "benchmarks" / "results" if project_root is not None else None
+    rows = []
+    for path in sorted(results_dir.glob(MODEL_RESULTS)) if results_dir is not None and results_dir.is_dir() else ():
+        try:
+            models = json.loads(path.read_text(encoding="utf-8")).get("models") or []
+            rows += [_model_row(m, c) for m in models for c in m.get("cases") or ()]
+        except (ValueError, AttributeError, KeyError, TypeError):  # a malformed file must not stop a publish
+            continue
+    if not rows:
+        return None
+    head = ("| model | device | consumer | tokens | modules swapped | forward before -> after (ms) | speedup "
+            "| error vs float32: stock -> kernel |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    return "\n".join([head, *rows])
+
+
+def _model_row(m: dict, c: dict) -> str:
+    cfg = m.get("config") or {}
+    model = f"{m['model']} ({cfg.get('layers')} layers, hidden {cfg.get('hidden')}, {cfg.get('dtype')})"
+    return (f"| {model} | {m.get('device_name') or m.get('device')} | {m.get('consumer')} | {c['tokens']} | "
+            f"{c['replaced']} | {c['stock_ms']:.2f} -> {c['kernel_ms']:.2f} | {c['stock_ms'] / c['kernel_ms']:.2f}x | "
+            f"{c['stock_error']:.4f} -> {c['kernel_error']:.4f} |")
 
 
 @dataclass(frozen=True)
@@ -181,6 +221,8 @@ class CardInputs:
     template: str | None
     has_benchmark: bool
     description: str | None = None
+    consumers: tuple[str, ...] = ()
+    model_table: str | None = None
 
 
 def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks: tuple[str, ...] = (),
@@ -202,11 +244,14 @@ def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks
                                if v.provenance.get("kernel_builder")})),
         checks=checks, forced=forced, benchmark_table=benchmark_table(root), template=project_template(root),
         has_benchmark=bool(kernel is not None and kernel.benchmarks_dir is not None), description=description,
+        consumers=tuple(c.label for c in default_consumers()), model_table=model_table(root),
     )
 
 
-def card_maker(inputs: CardInputs, repo_id: str, *, newer_published: bool) -> "CardMaker":
-    """The card for the variants a branch will hold (None: a newer version owns main's card)."""
+def card_maker(inputs: CardInputs, repo_id: str, *, newer_published: bool,
+               trusted: bool | None = None) -> "CardMaker":
+    """The card for the variants a branch will hold (None: a newer version owns main's card).
+    `trusted`: whether the namespace is a trusted publisher on the target Hub."""
     def card_for(names: list[str], kept_metadata: dict) -> str | None:
         if newer_published:
             return None
@@ -216,7 +261,8 @@ def card_maker(inputs: CardInputs, repo_id: str, *, newer_published: bool) -> "C
             license=inputs.license, functions=inputs.functions, variants=variants, description=inputs.description,
             benchmark_table=inputs.benchmark_table, kernel_commit=inputs.kernel_commit, dirty=inputs.dirty,
             builders=inputs.builders, checks=inputs.checks, forced=inputs.forced, layers=inputs.layers,
-            template=inputs.template, has_benchmark=inputs.has_benchmark,
+            template=inputs.template, has_benchmark=inputs.has_benchmark, trusted=trusted,
+            consumers=inputs.consumers, model_table=inputs.model_table,
         ))
 
     return card_for

@@ -5,6 +5,7 @@ one table from Hub failures to our errors (huggingface_hub's own
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import importlib.util
 import json
 import tempfile
@@ -15,7 +16,13 @@ from typing import Callable, Iterator, TypeVar
 from huggingface_hub import HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 from huggingface_hub.hf_api import RepoFile
-from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+from huggingface_hub.utils import (
+    are_progress_bars_disabled,
+    disable_progress_bars,
+    enable_progress_bars,
+    get_session,
+    hf_raise_for_status,
+)
 
 from pipeline.errors import PublishError
 from pipeline.target import Target
@@ -43,6 +50,7 @@ class RemoteFile:
 class RemoteState:
     repo_exists: bool
     branches: dict  # name -> head commit
+    trusted: bool | None = None  # the namespace is a trusted kernel publisher (None: not known)
 
     def versions(self) -> list[int]:
         """The published versions (branches v<N>)."""
@@ -50,11 +58,30 @@ class RemoteState:
 
 
 def read_remote(api: HfApi, repo_id: str) -> RemoteState:
+    trusted = publisher_trusted(api, repo_id.split("/")[0])
     try:
         refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
     except RepositoryNotFoundError:
-        return RemoteState(False, {})
-    return RemoteState(True, {b.name: b.target_commit for b in refs.branches})
+        return RemoteState(False, {}, trusted)
+    return RemoteState(True, {b.name: b.target_commit for b in refs.branches}, trusted)
+
+
+def publisher_trusted(api: HfApi, namespace: str) -> bool | None:
+    """What kernels' get_kernel asks the Hub before it loads without
+    trust_remote_code: the organization's `trustedKernelPublisher`. A
+    namespace that is no organization (a user) is not trusted; None when the
+    Hub cannot be asked."""
+    # Asked at api.endpoint: HfApi.get_organization_overview goes to huggingface.co
+    # whatever the endpoint in huggingface_hub 1.x (kernels sets HF_ENDPOINT instead).
+    try:
+        response = get_session().get(f"{api.endpoint}/api/organizations/{namespace}/overview",
+                                     headers=api._build_hf_headers(), timeout=30)
+        if response.status_code == 404:
+            return False
+        hf_raise_for_status(response)
+        return bool(response.json().get("trustedKernelPublisher", False))
+    except Exception:  # noqa: BLE001 - the card then says nothing about trust
+        return None
 
 
 def remote_tree(api: HfApi, repo_id: str, commit: str) -> dict[str, RemoteFile]:
@@ -170,13 +197,63 @@ def hub_error(exc: BaseException, what: str, repo_id: str, where: str = "") -> P
 
 
 def guarded(what: str, repo_id: str, fn: Callable[[], T], where: str = "") -> T:
-    """`fn()`, with a Hub failure turned into our error (anything else propagates)."""
+    """`fn()`, with a Hub failure turned into our error (anything else propagates).
+    A call that this huggingface_hub refuses for repository type `kernel` is
+    made again with the type allowed (see `kernel_type_allowed`)."""
     try:
-        return fn()
+        try:
+            return fn()
+        except ValueError as exc:
+            if not refuses_kernel_type(exc):
+                raise
+        with kernel_type_allowed():
+            return fn()
     except Exception as exc:
         if is_hub_failure(exc):
             raise hub_error(exc, what, repo_id, where) from None
         raise
+
+
+# --- huggingface_hub 1.x and repository type `kernel` -------------------------------
+
+HF_HUB_FLOOR = "1.10"  # the oldest huggingface_hub that addresses kernel repositories (kernels' own floor)
+
+
+def refuses_kernel_type(exc: BaseException) -> bool:
+    """huggingface_hub 1.x knows kernel repositories (their URLs, downloads,
+    create_repo) but its commit methods check `constants.REPO_TYPES`, which
+    lacks `kernel`: they raise this ValueError before any request is sent."""
+    return isinstance(exc, ValueError) and str(exc).startswith("Invalid repo type") and \
+        REPO_TYPE not in (constants.REPO_TYPES or ())
+
+
+@contextlib.contextmanager
+def kernel_type_allowed() -> Iterator[None]:
+    """Let the commit methods accept repository type `kernel` for one call.
+
+    Feature-detected, not version-sniffed: this works where huggingface_hub
+    builds kernel URLs (`REPO_TYPES_URL_PREFIXES["kernel"]`, the /api/kernels/
+    and /kernels/ routes) and only its list of accepted types is short; a
+    huggingface_hub that cannot address kernel repositories at all gets an
+    error that names the version it needs."""
+    if constants.REPO_TYPES_URL_PREFIXES.get(REPO_TYPE) != "kernels/":
+        raise PublishError(
+            f"huggingface_hub {hf_version()} cannot address kernel repositories",
+            code="hub-client-too-old",
+            hint=f"pip install 'huggingface_hub>={HF_HUB_FLOOR}' (kernels itself needs it)")
+    old = constants.REPO_TYPES
+    constants.REPO_TYPES = [*old, REPO_TYPE]
+    try:
+        yield
+    finally:
+        constants.REPO_TYPES = old
+
+
+def hf_version() -> str:
+    try:
+        return importlib.metadata.version("huggingface_hub")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - we import it above
+        return "?"
 
 
 # --- cheap checks before slow work --------------------------------------------------

@@ -151,7 +151,8 @@ def publish(request: PublishRequest, target: Target, *, report: Reporter = quiet
                                  f"{request.repo_id!r}", stage="check"))
         inputs = card_inputs(gate.bundle, request.kernel, version, checks=gate.checks, forced=gate.forced,
                              description=request.card_description)
-        card_for = card_maker(inputs, request.repo_id, newer_published=any(v > version for v in remote.versions()))
+        card_for = card_maker(inputs, request.repo_id, newer_published=any(v > version for v in remote.versions()),
+                              trusted=remote.trusted)
         api = make_api(live)
         plan = guarded(f"cannot read {request.repo_id}", request.repo_id,
                        lambda: plan_upload(api, request.repo_id, gate.bundle, version, card_for, remote=remote),

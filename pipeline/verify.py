@@ -13,6 +13,13 @@ nothing from this process or an earlier download can stand in:
    the function `get_kernel` itself calls, given explicit system parameters)
    would choose from the published variants, or nothing with its reasons.
 
+3. Consumers: the same load in each consumer environment (`pipeline.consumers`:
+   the newest kernels 0.16.x with huggingface_hub 1.x, the newest 0.17.x
+   with 2.x, each in its own cached venv), with `get_kernel` called exactly
+   as the card tells users to call it: without `trust_remote_code`, unless
+   the namespace is not a trusted publisher; then verify says so, and loads
+   it with `trust_remote_code=True` as such a user has to.
+
 A cell is *promised* when the publication covers its torch version, backend
 (CUDA major) and platform, i.e. some published variant was built for that
 family, or holds the noarch `torch-<backend>` variant of its backend (a
@@ -25,14 +32,16 @@ from __future__ import annotations
 
 import json
 import os
+from importlib import metadata
 import random
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from pipeline.consumers import ConsumerEnv, ConsumerSpec, default_consumers, ensure_env, offline_hint, run_child
 from pipeline.errors import Problem, VerifyError
 from pipeline.events import Event, Reporter, quiet
 
@@ -57,9 +66,37 @@ class LoadCheck:
     failed: int
     message: str = ""
     failures: tuple[str, ...] = ()
+    trusted: bool | None = None  # get_kernel loaded it without trust_remote_code
+    versions: dict | None = None  # kernels, huggingface_hub, torch in the loading process
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "LoadCheck":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**{**known, "seeds": tuple(known.get("seeds") or ()),
+                      "failures": tuple(known.get("failures") or ())})
+
+
+@dataclass(frozen=True)
+class ConsumerCheck:
+    """The load in one consumer environment."""
+
+    label: str  # "kernels 0.16.2 + huggingface_hub 1.33.0"
+    requirements: tuple[str, ...]
+    load: LoadCheck | None
+    error: str = ""  # the environment could not be made or run
+    error_code: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.load is not None and self.load.ok and not self.error
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "requirements": list(self.requirements), "ok": self.ok,
+                "load": self.load.to_json() if self.load else None, "error": self.error,
+                "error_code": self.error_code}
 
 
 @dataclass(frozen=True)
@@ -90,6 +127,19 @@ class VerifyReport:
     cells: tuple[CellResolution, ...]
     require: str = "published"
     problems: tuple[Problem, ...] = ()
+    consumers: tuple[ConsumerCheck, ...] = ()
+
+    @property
+    def trusted(self) -> bool | None:
+        """Whether a plain get_kernel (no trust_remote_code) loads it; None: not tried."""
+        answers = [c.load.trusted for c in self.consumers if c.load and c.load.trusted is not None]
+        if self.load is not None and self.load.trusted is not None:
+            answers.append(self.load.trusted)
+        return all(answers) if answers else None
+
+    @property
+    def consumers_proved(self) -> tuple[str, ...]:
+        return tuple(c.label for c in self.consumers if c.ok)
 
     @property
     def ok(self) -> bool:
@@ -107,6 +157,8 @@ class VerifyReport:
             "revision": self.revision, "published": list(self.published), "require": self.require,
             "load": self.load.to_json() if self.load else None,
             "cells": [c.to_json() for c in self.cells],
+            "trusted": self.trusted, "consumers": [c.to_json() for c in self.consumers],
+            "consumers_proved": list(self.consumers_proved),
             "problems": [p.to_json() for p in self.problems],
         }
 
@@ -140,8 +192,10 @@ def _child_env(endpoint: str, token: str | None, cache: Path) -> dict:
 
 def verify_publication(endpoint: str, repo_id: str, version: int, *, kernel: "Kernel | None" = None,
                        token: str | None = None, cells: list[str] | None = None, require: Require = "published",
-                       load_only: bool = False, report: Reporter = quiet) -> VerifyReport:
-    """Verify a publication; returns the report (callers raise on errors)."""
+                       load_only: bool = False, consumers: tuple[ConsumerSpec, ...] | None = None,
+                       report: Reporter = quiet) -> VerifyReport:
+    """Verify a publication; returns the report (callers raise on errors).
+    `consumers`: the consumer environments to load it in (default: `default_consumers()`; () for none)."""
     if cells is None:
         cells = matrix_cells(kernel)
     project_root = kernel.root if kernel is not None else None
@@ -154,24 +208,72 @@ def verify_publication(endpoint: str, repo_id: str, version: int, *, kernel: "Ke
         "darwin_macos": DARWIN_SYSTEM_MACOS,
     }
     with tempfile.TemporaryDirectory(prefix="pipeline-verify-") as tmp:
-        tmp_path = Path(tmp)
-        (tmp_path / "kernels").mkdir()
-        result_path = tmp_path / "result.json"
-        request["result"] = str(result_path)
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-c", "from pipeline.verify import _child_main; _child_main()"],
-                input=json.dumps(request), capture_output=True, text=True,
-                env=_child_env(endpoint, token, tmp_path), timeout=CHILD_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            raise VerifyError(f"the verification process did not finish in {CHILD_TIMEOUT_S} s", code="verify-process-failed") from None
-        if not result_path.is_file():
-            tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-15:])
-            raise VerifyError(f"the verification process failed (exit {proc.returncode})", code="verify-process-failed",
-                              hint=tail or "no output")
-        data = json.loads(result_path.read_text())
-    return _report(endpoint, repo_id, version, data, require, project_root)
+        data = _run_host_child(request, _child_env(endpoint, token, _fresh(Path(tmp) / "host")))
+        specs = default_consumers() if consumers is None else consumers
+        checks = () if data.get("error") else tuple(
+            _consumer_check(spec, {**request, "consumer": True, "cells": []},
+                            _child_env(endpoint, token, _fresh(Path(tmp) / f"c{i}")), report)
+            for i, spec in enumerate(specs))
+    verified = _report(endpoint, repo_id, version, data, require, project_root)
+    return replace(verified, consumers=checks, problems=verified.problems + _consumer_problems(verified, checks))
+
+
+def _fresh(path: Path) -> Path:
+    """An empty cache directory for one loading process."""
+    (path / "kernels").mkdir(parents=True)
+    return path
+
+
+def _run_host_child(request: dict, env: dict) -> dict:
+    result_path = Path(env["KERNELS_CACHE"]).parent / "result.json"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from pipeline.verify import _child_main; _child_main()"],
+            input=json.dumps({**request, "result": str(result_path)}), capture_output=True, text=True,
+            env=env, timeout=CHILD_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise VerifyError(f"the verification process did not finish in {CHILD_TIMEOUT_S} s", code="verify-process-failed") from None
+    if not result_path.is_file():
+        tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-15:])
+        raise VerifyError(f"the verification process failed (exit {proc.returncode})", code="verify-process-failed",
+                          hint=tail or "no output")
+    return json.loads(result_path.read_text())
+
+
+def _consumer_check(spec: ConsumerSpec, request: dict, env: dict, report: Reporter) -> ConsumerCheck:
+    """get_kernel in one consumer environment; a failure to make the environment is reported, not raised."""
+    try:
+        consumer: ConsumerEnv = ensure_env(spec, report=report)
+        report(Event("step", f"get_kernel in a consumer environment: {spec.label}", stage="verify"))
+        data = run_child(consumer, "pipeline.verify", request, base_env=env, timeout=CHILD_TIMEOUT_S)
+    except VerifyError as exc:
+        return ConsumerCheck(spec.label, spec.requirements, None, error=exc.message, error_code=exc.code or "")
+    load = data.get("load")
+    return ConsumerCheck(spec.label, spec.requirements, LoadCheck.from_json(load) if load else None,
+                         error=data.get("error") or "")
+
+
+def _consumer_problems(verified: VerifyReport, checks: tuple[ConsumerCheck, ...]) -> tuple[Problem, ...]:
+    where = f"{verified.repo_id}@v{verified.version}"
+    problems = []
+    for check in checks:
+        if check.error_code == "consumer-index-unreachable":  # not proved either way: say so, do not fail
+            problems.append(Problem(where, None, check.error_code, f"{check.label} not checked: {check.error}",
+                                    severity="warning", hint=offline_hint()))
+        elif not check.ok:
+            why = check.error or (check.load.message if check.load else "no result")
+            problems.append(Problem(where, None, "consumer-load-failed", f"with {check.label}: {why}",
+                                    hint="a user with these versions cannot use this publication; run "
+                                         "`python -m pipeline verify ... --json` for the whole report"))
+    if verified.trusted is False:
+        problems.append(Problem(
+            where, None, "publisher-untrusted",
+            f"get_kernel({verified.repo_id!r}) without trust_remote_code refuses it: {verified.repo_id.split('/')[0]!r} "
+            "is not a trusted publisher on this Hub", severity="warning",
+            hint="users must pass trust_remote_code=True (the card says so); on the embedded Hub: "
+                 "python -m pipeline hub trust NAMESPACE"))
+    return tuple(problems)
 
 
 def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Require,
@@ -184,8 +286,7 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
     published = tuple(data.get("published") or ())
     load = None
     if data.get("load") is not None:
-        load = LoadCheck(**{**data["load"], "seeds": tuple(data["load"]["seeds"]),
-                            "failures": tuple(data["load"]["failures"])})
+        load = LoadCheck.from_json(data["load"])
         if not load.ok:
             problems.append(Problem(where, None, "load-failed",
                                     f"get_kernel(version={version}) on this host: {load.message}",
@@ -279,7 +380,7 @@ def _load_and_run(repo_id: str, version: int, cases_file: str | None, seeds: lis
     import kernels
     import torch
 
-    module = kernels.get_kernel(repo_id, version=version, trust_remote_code=[repo_id])
+    module, trusted = get_kernel_as_user(kernels, repo_id, version)
     # Not resolved: the cache links each file to a content blob; the directory is the variant.
     variant_dir = Path(module.__file__).parent
     loaded = next((k for k in kernels.get_loaded_kernels() if k.module is module), None)
@@ -287,6 +388,7 @@ def _load_and_run(repo_id: str, version: int, cases_file: str | None, seeds: lis
         "ok": True, "variant": variant_dir.name, "kernel_id": loaded.metadata.id if loaded else None,
         "revision": loaded.repo_info.revision if loaded and loaded.repo_info else None,
         "seeds": seeds, "cases": 0, "failed": 0, "message": "", "failures": [],
+        "trusted": trusted, "versions": _versions(),
     }
     if load_only:
         result["message"] = "loaded (outputs not checked: --load-only)"
@@ -307,21 +409,55 @@ def _load_and_run(repo_id: str, version: int, cases_file: str | None, seeds: lis
     return result
 
 
+UNTRUSTED_MARKS = ("not from a trusted publisher", "could not verify publisher trust")
+
+
+def get_kernel_as_user(kernels, repo_id: str, version: int):
+    """`get_kernel(repo_id, version=N)` exactly as the card tells users to call
+    it; only when kernels refuses the publisher, again with
+    `trust_remote_code=True`, as such a user must. -> (module, trusted)."""
+    try:
+        return kernels.get_kernel(repo_id, version=version), True
+    except ValueError as exc:
+        if not any(mark in str(exc) for mark in UNTRUSTED_MARKS):
+            raise
+    return kernels.get_kernel(repo_id, version=version, trust_remote_code=True), False
+
+
+def _versions() -> dict:
+    out = {}
+    for name in ("kernels", "huggingface_hub", "torch"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _publication(request: dict, out: dict) -> None:
+    """What the host reads with kernels' own functions: revision, variants, matrix cells."""
+    from kernels._versions import select_revision_or_version
+    from kernels.hf_hub import _get_hf_api
+    from kernels.variants import get_variants
+
+    repo_id, version = request["repo_id"], request["version"]
+    revision = select_revision_or_version(repo_id, revision=None, version=version, local_files_only=False)
+    out["revision"] = revision
+    variants = get_variants(_get_hf_api(), repo_id=repo_id, revision=revision)
+    out["published"] = sorted(v.variant_str for v in variants)
+    out["cells"] = _resolve_cells(variants, list(request["cells"]), request["darwin_macos"])
+
+
 def _child_main() -> None:
-    """Runs in the fresh process: everything through kernels, nothing cached."""
+    """Runs in the fresh process: everything through kernels, nothing cached.
+    A consumer process (another kernels version) only loads and runs the kernel."""
     request = json.loads(sys.stdin.read())
     out: dict = {"published": [], "cells": [], "load": None, "revision": None}
+    repo_id, version, revision = request["repo_id"], request["version"], None
     try:
-        from kernels._versions import select_revision_or_version
-        from kernels.hf_hub import _get_hf_api
-        from kernels.variants import get_variants
-
-        repo_id, version = request["repo_id"], request["version"]
-        revision = select_revision_or_version(repo_id, revision=None, version=version, local_files_only=False)
-        out["revision"] = revision
-        variants = get_variants(_get_hf_api(), repo_id=repo_id, revision=revision)
-        out["published"] = sorted(v.variant_str for v in variants)
-        out["cells"] = _resolve_cells(variants, list(request["cells"]), request["darwin_macos"])
+        if not request.get("consumer"):
+            _publication(request, out)
+            revision = out["revision"]
         try:
             out["load"] = _load_and_run(repo_id, version, request.get("cases_file"), request["seeds"],
                                         bool(request.get("load_only")))
@@ -329,7 +465,7 @@ def _child_main() -> None:
             out["load"] = {"ok": False, "variant": None, "kernel_id": None, "revision": revision,
                            "seeds": request["seeds"], "cases": 0, "failed": 0,
                            "message": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
-                           "failures": []}
+                           "failures": [], "versions": _versions()}
     except Exception as exc:  # e.g. the version does not exist: reported, not a traceback
         out["error"] = f"{type(exc).__name__}: {exc}"
     Path(request["result"]).write_text(json.dumps(out))

@@ -49,8 +49,9 @@ def print_verify(report: VerifyReport, output: Output) -> None:
                   f"(revision {str(report.revision)[:12]}): published variants: {', '.join(report.published) or 'none'}")
     if load is not None:
         status = "ok" if load.ok else "FAILED"
-        output.result(f"  get_kernel on this host: {status}: variant {load.variant or '-'}, id {load.kernel_id or '-'}; "
-                      f"{load.message}")
+        trust = " (only with trust_remote_code=True)" if load.trusted is False else ""
+        output.result(f"  get_kernel on this host: {status}{trust}: variant {load.variant or '-'}, "
+                      f"id {load.kernel_id or '-'}; {load.message}")
         for failure in load.failures:
             output.result(f"    {failure}")
     if report.cells:
@@ -63,4 +64,17 @@ def print_verify(report: VerifyReport, output: Output) -> None:
             else:
                 status = "-> nothing: MISSING (promised)" if cell.promised else "-> nothing (not published)"
             output.result(f"    {cell.cell.ljust(width)}  {status}")
+    for consumer in report.consumers:
+        load = consumer.load
+        if consumer.ok and load is not None:
+            trust = "" if load.trusted else " (only with trust_remote_code=True: untrusted publisher)"
+            output.result(f"  get_kernel with {consumer.label}: ok{trust}; {load.message}")
+        elif consumer.error_code == "consumer-index-unreachable":
+            output.result(f"  get_kernel with {consumer.label}: not checked: {consumer.error}")
+        else:
+            why = consumer.error or (load.message if load else "no result")
+            output.result(f"  get_kernel with {consumer.label}: FAILED: {why}")
+    if report.trusted is False:
+        output.result(f"  note: {report.repo_id.split('/')[0]!r} is not a trusted publisher on this Hub: users must "
+                      f"call get_kernel({report.repo_id!r}, version={report.version}, trust_remote_code=True)")
     output.result(f"verify: {'ok' if report.ok else 'FAILED'}")
