@@ -140,9 +140,6 @@ def test_an_untrusted_namespace_is_loaded_as_its_users_must_and_said_so(publishe
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the embedded Hub answers /api/kernels/{repo} with `siblings`, which the "
-                   "Hugging Face Hub leaves out for kernel repositories; huggingface_hub 1.10's KernelInfo keeps "
-                   "them as dicts and snapshot_download fails (pipeline/hub/routes.py: Hub._info)")
 def test_kernels_016_with_the_huggingface_hub_floor_loads_it(published_with_hf133):
     publisher, kernel, hub, env, _ = published_with_hf133
     proc = run_pipeline(publisher.python, "verify", REPO_ID, "--version", "1", "--kernel", str(kernel), "--endpoint",

@@ -80,7 +80,7 @@ def _sibling(entry: Entry, blobs: bool) -> dict:
 def _info(repo: Repository, commit: str, blobs: bool) -> dict:
     rid, meta = repo.rid, repo.meta
     files = [e for e in repo.list_tree(commit, recursive=True) if e.type == "file"]
-    return {
+    info = {
         "_id": rid.id,
         "id": rid.id,
         "modelId": rid.id,
@@ -97,6 +97,11 @@ def _info(repo: Repository, commit: str, blobs: bool) -> dict:
         "siblings": [_sibling(e, blobs) for e in files],
         "usedStorage": sum(e.size for e in files),
     }
+    if rid.type == "kernel":
+        # As the Hugging Face Hub answers for kernel repositories (clients list files with
+        # /tree); huggingface_hub 1.10's KernelInfo fails on siblings it does not expect.
+        del info["siblings"]
+    return info
 
 
 async def repo_info(hub: Hub, request: Request) -> Response:

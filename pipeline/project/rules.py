@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import toml
-from pipeline.errors import Problem
+from pipeline.errors import Problem, ValidationError
 
 RULES_FILE = Path(__file__).resolve().parents[1] / "data" / "rules.toml"
 LOAD_ENV_FILE = RULES_FILE.with_name("load_environment.toml")
@@ -79,8 +79,15 @@ def kernels_rust():
 
     candidates = sorted(kernels_dir().glob("_rust*.so")) + sorted(kernels_dir().glob("_rust*.pyd"))
     if not candidates:
-        import kernels._rust as rust  # unusual install: take the slow path
-
+        try:
+            import kernels._rust as rust  # unusual install: take the slow path
+        except ModuleNotFoundError:
+            # kernels 0.16 has no build.toml parser: the pipeline needs 0.17 (users' 0.16 is
+            # proved by verify's consumer environments).
+            raise ValidationError("this kernels release has no build.toml parser (kernels._rust)",
+                                  code="kernels-missing",
+                                  hint="pip install 'kernels>=0.17.2,<0.18' where the pipeline runs; "
+                                       "kernels 0.16 is supported as a consumer (verify checks it)") from None
         return rust
     spec = importlib.util.spec_from_file_location("kernels._rust", candidates[0])
     module = importlib.util.module_from_spec(spec)
