@@ -4,9 +4,13 @@ A kernel project's own `CARD.md` is its card template, as with kernel-builder
 (`kernel-builder/src/card.rs`): it is rendered with the same variables
 (`repo_id`, `version`, `functions`, `layers`, `has_benchmark`, `upstream`,
 `source`, `license`). The pipeline's part follows it, from
-`pipeline/templates/card/generated.md.j2`: the published variants with their
-torch/backend/platform/archs, the benchmark table when results exist, and
-provenance (including a `--force`). A project without CARD.md gets
+`pipeline/templates/card/generated.md.j2`: what smoke verified per op (the
+contract, how it was bound, cases, dtypes, shapes, seeds per case), its
+warnings (weak project cases, delegation to PyTorch, declined inputs), an
+"untested" mark for ops published with `--allow-untested`, the published
+variants with their torch/backend/platform/archs, the benchmark table when
+results exist, and provenance (including a `--force`). Seeds are counted, not
+listed: they change every run, and the card must not. A project without CARD.md gets
 `README.md.j2`, which has the Hub's front matter (`library_name: kernels`,
 `license`) and a usage section. No timestamps: publishing an unchanged bundle
 renders the same bytes and makes no commit.
@@ -24,7 +28,8 @@ from kernels.variants import parse_variant
 from pipeline import __version__
 from pipeline.bench import markdown_table
 from pipeline.bundle import Bundle, VariantBundle, describe_variant, exported_functions, exported_layers
-from pipeline.errors import PublishError
+from pipeline.errors import Problem, PublishError
+from pipeline.smoke.report import OpCoverage
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.upload.plan import CardMaker
@@ -65,6 +70,9 @@ class Card:
     layers: tuple[str, ...] = ()
     has_benchmark: bool = False
     template: str | None = None  # the project's CARD.md, if it has one
+    coverage: tuple[OpCoverage, ...] = ()  # what smoke verified, per op
+    warnings: tuple[Problem, ...] = ()  # smoke's warnings (weak cases, delegation, declined inputs)
+    untested: tuple[str, ...] = ()  # ops published with --allow-untested
     pipeline_version: str = field(default=__version__)
 
     @property
@@ -107,7 +115,8 @@ def _context(card: Card) -> dict:
         benchmark_table=card.benchmark_table, kernel_commit=card.kernel_commit, dirty=card.dirty,
         builders=list(card.builders), checks=list(card.checks), forced=list(card.forced),
         pipeline_version=card.pipeline_version, backends=list(card.backends),
-        has_benchmark_section=False,
+        has_benchmark_section=False, coverage=list(card.coverage), untested=list(card.untested),
+        warnings=[w for w in card.warnings if w.severity == "warning"],
     )
 
 
@@ -181,10 +190,14 @@ class CardInputs:
     template: str | None
     has_benchmark: bool
     description: str | None = None
+    coverage: tuple[OpCoverage, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+    untested: tuple[str, ...] = ()
 
 
 def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks: tuple[str, ...] = (),
-                forced: tuple[str, ...] = (), description: str | None = None) -> CardInputs:
+                forced: tuple[str, ...] = (), description: str | None = None, coverage: tuple = (),
+                warnings: tuple = (), untested: tuple[str, ...] = ()) -> CardInputs:
     functions: tuple[str, ...] = ()
     layers: tuple[str, ...] = ()
     for v in bundle.variants:
@@ -202,6 +215,7 @@ def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks
                                if v.provenance.get("kernel_builder")})),
         checks=checks, forced=forced, benchmark_table=benchmark_table(root), template=project_template(root),
         has_benchmark=bool(kernel is not None and kernel.benchmarks_dir is not None), description=description,
+        coverage=tuple(coverage), warnings=tuple(warnings), untested=tuple(untested),
     )
 
 
@@ -216,7 +230,8 @@ def card_maker(inputs: CardInputs, repo_id: str, *, newer_published: bool) -> "C
             license=inputs.license, functions=inputs.functions, variants=variants, description=inputs.description,
             benchmark_table=inputs.benchmark_table, kernel_commit=inputs.kernel_commit, dirty=inputs.dirty,
             builders=inputs.builders, checks=inputs.checks, forced=inputs.forced, layers=inputs.layers,
-            template=inputs.template, has_benchmark=inputs.has_benchmark,
+            template=inputs.template, has_benchmark=inputs.has_benchmark, coverage=inputs.coverage,
+            warnings=inputs.warnings, untested=inputs.untested,
         ))
 
     return card_for

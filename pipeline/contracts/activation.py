@@ -13,7 +13,7 @@ import math
 import torch
 
 from pipeline.contracts import inputs as gen_inputs
-from pipeline.contracts.base import ELEMENTWISE_TOLERANCE, Contract, Inputs, Outputs, Sample, spec_form
+from pipeline.contracts.base import ACTIVATION_FLOOR, ACTIVATION_TOLERANCE, Contract, Inputs, Outputs, Sample, spec_form
 
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
@@ -76,7 +76,8 @@ def _contract(family: str) -> Contract:
             spec_form("(Tensor input) -> Tensor", ("x",), ("y",), shapes=_shapes),
             spec_form("(Tensor! x) -> ()", ("io:x:y",), shapes=_shapes),
         ),
-        samples=_samples(family), make=_make, reference=reference, tolerance=ELEMENTWISE_TOLERANCE,
+        samples=_samples(family), make=_make, reference=reference, tolerance=ACTIVATION_TOLERANCE,
+        floor=ACTIVATION_FLOOR,
     )
 
 

@@ -20,7 +20,7 @@ import torch
 
 from pipeline.contracts import inputs as gen_inputs
 from pipeline.contracts.activation import gelu, gelu_tanh, silu
-from pipeline.contracts.base import ELEMENTWISE_TOLERANCE, Contract, Inputs, Outputs, Sample, spec_form
+from pipeline.contracts.base import ACTIVATION_FLOOR, ACTIVATION_TOLERANCE, Contract, Inputs, Outputs, Sample, spec_form
 
 # family -> (activation, gate_first, summary, op names)
 FAMILIES = {
@@ -94,7 +94,8 @@ def _contract(family: str) -> Contract:
                             names=("geglu", "gelu_and_mul", "gated_gelu"),
                             sweep=(("approximate_tanh", (False, True)), ("gate_first", (False, True)))),)
     return Contract(family=family, summary=summary, names=names, forms=forms, samples=_samples(family),
-                    make=_make, reference=reference, tolerance=ELEMENTWISE_TOLERANCE)
+                    make=_make, reference=reference, tolerance=ACTIVATION_TOLERANCE,
+                    floor=ACTIVATION_FLOOR)
 
 
 CONTRACTS = tuple(_contract(family) for family in FAMILIES)

@@ -48,6 +48,7 @@ class Case:
     refusable: bool = False  # a correct kernel may refuse it with an error
     shape: tuple[int, ...] | None = None  # the main input's shape, when known before drawing
     dtype: str | None = None
+    floor: float = 0.0  # errors are relative to max(|ref|, floor * sqrt(n)) (contracts.base.Contract)
 
 
 # --------------------------------------------------------------------------
@@ -144,4 +145,5 @@ def contract_case(op: str, contract, form, sample) -> Case:
 
     return Case(name=f"{op}:{sample.name}", op=op, make=make,
                 bound=lambda dtype: contract.bound(str(dtype).removeprefix("torch.")),
-                contract=contract.family, refusable=sample.refusable, shape=sample.shape, dtype=sample.dtype)
+                contract=contract.family, refusable=sample.refusable, shape=sample.shape, dtype=sample.dtype,
+                floor=contract.floor)

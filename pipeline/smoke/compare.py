@@ -32,8 +32,9 @@ def changed_elements(a, b) -> int:
     return int((_bits(a) != _bits(b).to(a.device)).sum())
 
 
-def compare(out, ref, bound: float) -> tuple[float, str]:
+def compare(out, ref, bound: float, floor: float = 0.0) -> tuple[float, str]:
     """(relative norm error, problem or ""): shape, finiteness, norm bound, then each element.
+    The norm error is relative to max(|ref|, floor * sqrt(n)).
     Worked in float32 unless the bound needs float64 (float32's rounding, 6e-8, is far
     below every bound of a low-precision output)."""
     import torch
@@ -48,7 +49,7 @@ def compare(out, ref, bound: float) -> tuple[float, str]:
     # copies (copy=True): both are changed in place below, and neither may be
     r = ref.detach().to(device=out.device, dtype=work, copy=True)
     diff = out.detach().to(work, copy=True).sub_(r).abs_()
-    denom = float(r.norm())
+    denom = max(float(r.norm()), floor * math.sqrt(r.numel()))
     err_norm = float(diff.norm())
     if not math.isfinite(err_norm):
         bad = int((~torch.isfinite(out)).sum())

@@ -195,7 +195,7 @@ def _check_outputs(call: Call, case: Case, outs: dict, ref: dict, outcome: Outco
             problems.append(f"output {key}: dtype {getattr(o, 'dtype', type(o).__name__)}, expected {call.dtype}")
             continue
         bound = case.bound(o.dtype)
-        err, msg = compare(o, r, bound)
+        err, msg = compare(o, r, bound, case.floor)
         outcome.note(err, bound)
         if msg:
             problems.append(f"output {key}: {msg}")
