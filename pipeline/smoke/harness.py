@@ -240,17 +240,25 @@ def one_call(op, call: Call, case: Case, device, ref: dict, other: dict, pristin
 _CALLS = ("first draw", "new data at the same addresses", "first draw again at the same addresses")
 
 
-def run_seed(op, case: Case, device, seed: int, state: RunState) -> tuple[CaseResult, CaseStats | None]:
-    """One seed of one case: the three calls."""
+def schedule_for(case: Case, seed: int) -> poisons.Schedule:
+    """The poison of every call of a case, drawn from the run's first seed (replayable)."""
+    return poisons.Schedule(random.Random(zlib.crc32(f"poison:{seed}:{case.name}".encode())))
+
+
+def run_seed(op, case: Case, device, seed: int, state: RunState,
+             schedule: poisons.Schedule | None = None) -> tuple[CaseResult, CaseStats | None]:
+    """One seed of one case: the three calls. `schedule` spans the case's seeds
+    (every poison once before any repeats); by default one per seed."""
     g1, g2 = generators(seed, case.name)
     rng = random.Random(zlib.crc32(f"{seed}:{case.name}".encode()))
+    schedule = schedule or schedule_for(case, seed)
     try:
         first, second = case.make(device, g1), case.make(device, g2)
         refs = (first.reference(), second.reference())
     except Exception as exc:  # the case (project-owned) or the op's input checks while making
         return _result(case, seed, Outcome(messages=[f"making the inputs failed: {_short(exc)}"])), None
     stats = case_stats(case, first, second)
-    outcome, schedule = Outcome(), poisons.Schedule(rng)
+    outcome = Outcome()
     data1 = snapshot(first)
     same = same_layout(first, second)
     if same:

@@ -2,9 +2,9 @@
 
 Drawn at random per call, so that a kernel cannot tell a test from real use:
 NaN, random finite values, the previous call's output, or the reference answer
-for a different input (what a kernel that skips its work, or serves a cached
-answer, would leave there). Every mode comes once, in random order, before
-any repeats. A contiguous output is a view into a larger buffer whose guard
+for a different input (another draw's reference, rows reversed): what a kernel
+that skips its work, or serves a cached answer, would leave there. Every mode
+comes once, in random order, before any repeats (over all calls of a case). A contiguous output is a view into a larger buffer whose guard
 bands hold random values, checked bit for bit after the call; the buffer is
 kept, so later calls write to the same addresses.
 """
@@ -60,7 +60,9 @@ def _fill(t, mode: str, rng: random.Random, other, previous) -> None:
         t.copy_(src.view(t.shape).clamp(-60000.0, 60000.0) if t.dtype == torch.float16 else src.view(t.shape))
         return
     if mode == "other-reference" and other is not None and other.numel() == n:
+        # flipped: the answer for yet another input (rows in reverse), not the previous output
         src = other.reshape(t.shape).to(device=t.device)
+        src = src.flip(0) if src.dim() > 0 else src
         t.copy_(src.clamp(-60000.0, 60000.0) if t.dtype == torch.float16 else src)
         return
     t.copy_(random_values(n, t.dtype, t.device, rng).view(t.shape))

@@ -14,7 +14,7 @@ from pipeline.events import Event, Reporter, quiet
 from pipeline.smoke.cases import Case, for_device, load_cases, project_case
 from pipeline.smoke.coverage import coverage_of, plan_warnings
 from pipeline.smoke.delegation import profile_call
-from pipeline.smoke.harness import CaseStats, RunState, bookkeeping, generators, run_seed
+from pipeline.smoke.harness import CaseStats, RunState, bookkeeping, generators, run_seed, schedule_for
 from pipeline.smoke.opchecks import run_compile, run_opcheck
 from pipeline.smoke.plan import CLI, WORKSPACE, OpPlan, contract_cases, plan_ops
 from pipeline.smoke.project_tests import run_project_tests
@@ -118,8 +118,9 @@ def _run_one(ops, case: Case, device, seeds: tuple[int, ...], state: RunState, o
         ex.results.append(CaseResult(case.name, case.op, None, "values", False,
                                      message=f"the kernel has no op {case.op!r}", contract=case.contract))
         return
+    schedule = schedule_for(case, seeds[0])
     for i, seed in enumerate(seeds):
-        result, stats = run_seed(op, case, device, seed, state)
+        result, stats = run_seed(op, case, device, seed, state, schedule)
         ex.results.append(result)
         if i == 0 and stats is not None:
             ex.stats.append(stats)
