@@ -218,14 +218,18 @@ def _device(loaded: LoadedVariant):
 
 
 def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seed: int | None = None, trials: int = DEFAULT_TRIALS,
-              contracts: tuple[tuple[str, str], ...] = (), report: Reporter = quiet,
-              op_checks: bool = True) -> SmokeReport:
-    """Load the host's variant of `bundle`; run its contracts and the resolved kernel's cases."""
+              contracts: tuple[tuple[str, str], ...] = (), report: Reporter = quiet, op_checks: bool = True,
+              seeds: tuple[int, ...] | None = None) -> SmokeReport:
+    """Load the host's variant of `bundle`; run its contracts and the resolved kernel's cases.
+    The run's seeds are `seed`, `seed + 1`, ... (`trials` of them; `seed` drawn afresh when
+    None), or exactly `seeds` when given."""
     import torch
 
     loaded = load_variant(bundle.root)
     device = _device(loaded)
-    seeds = seeds_from(new_seed() if seed is None else int(seed), trials)
+    if not seeds:
+        seeds = seeds_from(new_seed() if seed is None else int(seed), trials)
+    seeds = tuple(seeds)
     cases_file = kernel.smoke_cases if kernel is not None else None
     project, left_out = for_device([project_case(c) for c in load_cases(cases_file)] if cases_file else [],
                                    device.type)
