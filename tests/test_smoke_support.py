@@ -103,3 +103,11 @@ def planted_root(name: str, cases: str | None = None) -> Path:
 def planted_build(name: str, cases: str | None = None) -> Path:
     root = planted_root(name, cases)
     return build(root, root / "build")
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_build(name: str) -> Path:
+    """The CPU build of one of our kernels (kernels-src/<name>), once per test process."""
+    if name == "rmsnorm":
+        return good_build()
+    return build(REPO / "kernels-src" / name, _TMP / name / "build")
