@@ -246,3 +246,17 @@ def test_a_binding_that_does_not_fit_fails_and_an_unknown_op_is_not_covered():
     assert "rms_norm(Tensor! out, Tensor input) -> ()" in plans["rms_norm"].note  # softmax's forms
     assert plans["missing"].code == "contract-op-missing" and "its ops: rms_norm, scale" in plans["missing"].note
     assert plans["scale"].code == "op-not-covered" and not plans["scale"].failed
+
+
+def test_the_benchmarks_own_shapes_join_the_contract():
+    from pipeline.smoke.plan import OpPlan, bench_shapes, pick_bench
+
+    shapes = bench_shapes(REPO / "kernels-src" / "rmsnorm" / "benchmarks" / "bench_cases.py")
+    assert ((32768, 4096), "bfloat16") in shapes["rms_norm"] and "fused_add_rms_norm" in shapes
+    assert pick_bench(shapes["rms_norm"], "cpu") == [((2048, 4096), "bfloat16")]  # the largest <= 8M elements
+    assert [s for s, _ in pick_bench(shapes["rms_norm"], "cuda")][0] == (8192, 4096)
+    contract = registry.CONTRACTS["rms_norm"]
+    plan = OpPlan("rms_norm", "", "rms_norm", "workspace", forms=contract.forms[:1])
+    names = [c.name for c in contract_cases(plan, "cpu", shapes["rms_norm"])]
+    assert sum("/bf16/2048x4096/contiguous" in n for n in names) == 1
+    assert len(names) == len(set(names)) == len(contract_cases(plan, "cpu")) + 1

@@ -77,7 +77,7 @@ def _contract(family: str) -> Contract:
             spec_form("(Tensor! x) -> ()", ("io:x:y",), shapes=_shapes),
         ),
         samples=_samples(family), make=_make, reference=reference, tolerance=ACTIVATION_TOLERANCE,
-        floor=ACTIVATION_FLOOR,
+        floor=ACTIVATION_FLOOR, shaped=gen_inputs.shaped_sample(family),
     )
 
 

@@ -59,6 +59,10 @@ def _samples(device_type: str, form: Form) -> list[Sample]:
     return out
 
 
+def _bench_knobs(i: int, shape) -> dict:
+    return {"modulation": "sample", "eps": 1e-6}
+
+
 def _make(sample: Sample, gen: torch.Generator, device: torch.device) -> Inputs:
     B, S, D = sample.shape
     scale = 0.3 if sample.knob("eps") >= 0.1 else None
@@ -120,6 +124,8 @@ ADALN = Contract(
     make=_make,
     reference=_reference,
     tolerance=REDUCTION_TOLERANCE,
+    shaped=lambda shape, dtype, form: (gen_inputs.shaped_sample("adaln", _bench_knobs)(shape, dtype, form)
+                                       if len(shape) == 3 else None),
 )
 
 CONTRACTS = (ADALN,)

@@ -120,6 +120,9 @@ class Contract:
     # The error is relative to max(|ref|, floor * sqrt(n)): an output whose RMS is
     # below `floor` (an activation's far tail) is judged by absolute error.
     floor: float = 0.0
+    # (main input shape, dtype, form) -> a sample of that shape: how the project's
+    # benchmark shapes join the contract's (None: the family cannot read one)
+    shaped: Callable[[tuple, str, "Form"], Sample | None] | None = None
 
     def bound(self, dtype: str) -> float:
         return float(self.tolerance.get(dtype, 0.0))

@@ -94,6 +94,19 @@ def samples_over(family: str, shapes: list[tuple[tuple[int, ...], str]], sweep: 
     return out
 
 
+def shaped_sample(family: str, extra=lambda i, shape: {}):
+    """For `Contract.shaped`: one contiguous sample of a given shape and dtype, the
+    form's knobs at their first combination."""
+    def shaped(shape: tuple, dtype: str, form) -> Sample | None:
+        if dtype not in DTYPES or not shape:
+            return None
+        knobs = {**dict(form.fixed), **knob_space(form.sweep, 0), **extra(0, shape)}
+        sample = Sample(family, dtype, tuple(shape), "contiguous", tuple(sorted(knobs.items())))
+        return sample if form.supports(sample) else None
+
+    return shaped
+
+
 def uniform(gen: torch.Generator, low: float, high: float) -> float:
     return float(torch.empty(()).uniform_(low, high, generator=gen))
 

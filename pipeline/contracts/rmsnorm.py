@@ -69,6 +69,7 @@ RMS_NORM = Contract(
     make=_make,
     reference=_reference,
     tolerance=REDUCTION_TOLERANCE,
+    shaped=gen_inputs.shaped_sample("rms_norm", _extra),
 )
 
 
@@ -105,6 +106,7 @@ FUSED_ADD_RMS_NORM = Contract(
     make=_make_fused,
     reference=_reference_fused,
     tolerance=REDUCTION_TOLERANCE,
+    shaped=gen_inputs.shaped_sample("fused_add_rms_norm", _extra),
 )
 
 CONTRACTS = (RMS_NORM, FUSED_ADD_RMS_NORM)

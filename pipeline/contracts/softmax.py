@@ -47,6 +47,7 @@ SOFTMAX = Contract(
     make=_make,
     reference=_reference,
     tolerance=REDUCTION_TOLERANCE,
+    shaped=gen_inputs.shaped_sample("softmax"),
 )
 
 CONTRACTS = (SOFTMAX,)

@@ -9,9 +9,14 @@ is matched against the contract library by name and schema (inferred).
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from pipeline.casefile import load_case_list
+from pipeline.errors import SmokeError
 from pipeline.smoke.cases import Case, contract_case
 
 # how a binding was made, as reports and the card say it
@@ -109,9 +114,46 @@ def plan_ops(ops: Any, bindings: dict[str, tuple[str, str]]) -> list[OpPlan]:
     return plans
 
 
-def contract_cases(plan: OpPlan, device_type: str) -> list[Case]:
+# The project's benchmark shapes join the contract's: on the CPU the largest of at
+# most 8M elements, on a GPU the three largest of at most 32M.
+BENCH_LIMITS = {"cpu": (1, 1 << 23)}
+BENCH_LIMIT_GPU = (3, 1 << 25)
+
+
+def pick_bench(shapes: list[tuple[tuple[int, ...], str]], device_type: str) -> list[tuple[tuple[int, ...], str]]:
+    count, limit = BENCH_LIMITS.get(device_type, BENCH_LIMIT_GPU)
+    fitting = sorted({s for s in shapes if 0 < math.prod(s[0]) <= limit}, key=lambda s: (-math.prod(s[0]), s))
+    return fitting[:count]
+
+
+def contract_cases(plan: OpPlan, device_type: str, bench: list | tuple = ()) -> list[Case]:
+    """The contract's samples for the op, plus samples of the benchmark's own shapes
+    (`bench`: (shape, dtype) pairs the project benchmarks this op at)."""
     if not plan.forms:
         return []
     contract = _registry().CONTRACTS[plan.family]
-    return [contract_case(plan.op, contract, form, sample)
-            for form in plan.forms for sample in contract.samples(device_type, form)]
+    cases, names = [], set()
+    for form in plan.forms:
+        samples = list(contract.samples(device_type, form))
+        if contract.shaped is not None:
+            samples += [s for shape, dtype in pick_bench(list(bench), device_type)
+                        if (s := contract.shaped(shape, dtype, form)) is not None]
+        for sample in samples:
+            if sample.name not in names:
+                names.add(sample.name)
+                cases.append(contract_case(plan.op, contract, form, sample))
+    return cases
+
+
+def bench_shapes(path: Path | None) -> dict[str, list[tuple[tuple[int, ...], str]]]:
+    """op -> [(shape, dtype)] from the project's benchmarks/bench_cases.py: the sizes the
+    kernel is timed (and so tuned) at. The op is the first word of a case's `op` label."""
+    if path is None:
+        return {}
+    found: dict[str, list] = {}
+    for case in load_case_list(path, "bench_cases", error=SmokeError, code="smoke-cases-failed"):
+        label, shape, dtype = str(case.get("op", "")), str(case.get("shape", "")), str(case.get("dtype", ""))
+        op = re.split(r"[\s(]", label.strip(), maxsplit=1)[0]
+        if op and re.fullmatch(r"\d+(x\d+)*", shape):
+            found.setdefault(op, []).append((tuple(int(d) for d in shape.split("x")), dtype.removeprefix("torch.")))
+    return found

@@ -38,8 +38,9 @@ def random_values(n: int, dtype, device, rng: random.Random):
     """Finite values over a wide, random range of magnitudes, in `dtype`."""
     import torch
 
-    gen = torch.Generator().manual_seed(rng.getrandbits(62))
-    v = torch.randn(n, generator=gen, dtype=torch.float32) * (10.0 ** rng.uniform(-2.0, 3.0))
+    # drawn where the output lives: a CPU draw of a benchmark-sized poison dominates a GPU call
+    gen = torch.Generator(device=device).manual_seed(rng.getrandbits(62))
+    v = torch.randn(n, generator=gen, dtype=torch.float32, device=device) * (10.0 ** rng.uniform(-2.0, 3.0))
     if dtype == torch.float16:
         v = v.clamp(-60000.0, 60000.0)
     return v.to(device=device, dtype=dtype)

@@ -16,7 +16,7 @@ from pipeline.smoke.coverage import coverage_of, plan_warnings
 from pipeline.smoke.delegation import profile_call
 from pipeline.smoke.harness import CaseStats, RunState, bookkeeping, generators, run_seed, schedule_for
 from pipeline.smoke.opchecks import run_compile, run_opcheck
-from pipeline.smoke.plan import CLI, WORKSPACE, OpPlan, contract_cases, plan_ops
+from pipeline.smoke.plan import CLI, WORKSPACE, OpPlan, bench_shapes, contract_cases, plan_ops
 from pipeline.smoke.project_tests import run_project_tests
 from pipeline.smoke.report import CaseResult, Delegation, SmokeReport
 from pipeline.smoke.weak import weak_warnings
@@ -155,8 +155,10 @@ def _plain(case: Case) -> bool:
 
 
 def execute(module, device, project: list[Case], bindings: dict, seeds: tuple[int, ...], *,
-            report: Reporter = quiet, op_checks: bool = True, profile: bool = True) -> Execution:
-    """Plan the ops, then run the project's cases and every contract case on `device`."""
+            report: Reporter = quiet, op_checks: bool = True, profile: bool = True,
+            bench: dict | None = None) -> Execution:
+    """Plan the ops, then run the project's cases and every contract case on `device`
+    (with the benchmark's shapes, `bench`: op -> [(shape, dtype)])."""
     ops = _ops_of(module)
     ex = Execution(plans=plan_ops(ops, bindings))
     cases = list(project)
@@ -164,7 +166,7 @@ def execute(module, device, project: list[Case], bindings: dict, seeds: tuple[in
         if plan.failed:
             ex.results.append(CaseResult(f"{plan.op}:contract", plan.op, None, "contract", False,
                                          message=plan.note, contract=plan.family))
-        cases.extend(c for c in contract_cases(plan, device.type))
+        cases.extend(contract_cases(plan, device.type, (bench or {}).get(plan.op, ())))
     state = RunState()
     with bookkeeping(state):
         for n, case in enumerate(cases):
@@ -234,8 +236,9 @@ def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seed: int | None = N
     project, left_out = for_device([project_case(c) for c in load_cases(cases_file)] if cases_file else [],
                                    device.type)
     workspace = kernel.contracts if kernel is not None else ()
+    bench = bench_shapes(kernel.bench_cases) if kernel is not None else {}
     ex = execute(loaded.module, device, project, _bindings(tuple(contracts), workspace), seeds, report=report,
-                 op_checks=op_checks)
+                 op_checks=op_checks, bench=bench)
     tests = None
     if kernel is not None and cases_file is None:
         report(Event("step", "running the project's kernels_ci tests", stage="smoke"))
