@@ -4,9 +4,13 @@ A kernel project's own `CARD.md` is its card template, as with kernel-builder
 (`kernel-builder/src/card.rs`): it is rendered with the same variables
 (`repo_id`, `version`, `functions`, `layers`, `has_benchmark`, `upstream`,
 `source`, `license`). The pipeline's part follows it, from
-`pipeline/templates/card/generated.md.j2`: the published variants with their
-torch/backend/platform/archs, the benchmark table when results exist, and
-provenance (including a `--force`). A project without CARD.md gets
+`pipeline/templates/card/generated.md.j2`: what smoke verified per op (the
+contract, how it was bound, cases, dtypes, shapes, seeds per case), its
+warnings (weak project cases, delegation to PyTorch, declined inputs), an
+"untested" mark for ops published with `--allow-untested`, the published
+variants with their torch/backend/platform/archs, the benchmark table when
+results exist, and provenance (including a `--force`). Seeds are counted, not
+listed: they change every run, and the card must not. A project without CARD.md gets
 `README.md.j2`, which has the Hub's front matter (`library_name: kernels`,
 `license`) and a usage section. No timestamps: publishing an unchanged bundle
 renders the same bytes and makes no commit.
@@ -26,7 +30,8 @@ from pipeline import __version__
 from pipeline.bench import markdown_table
 from pipeline.bundle import Bundle, VariantBundle, describe_variant, exported_functions, exported_layers
 from pipeline.consumers import default_consumers
-from pipeline.errors import PublishError
+from pipeline.errors import Problem, PublishError
+from pipeline.smoke.report import OpCoverage
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.upload.plan import CardMaker
@@ -67,6 +72,9 @@ class Card:
     layers: tuple[str, ...] = ()
     has_benchmark: bool = False
     template: str | None = None  # the project's CARD.md, if it has one
+    coverage: tuple[OpCoverage, ...] = ()  # what smoke verified, per op
+    warnings: tuple[Problem, ...] = ()  # smoke's warnings (weak cases, delegation, declined inputs)
+    untested: tuple[str, ...] = ()  # ops published with --allow-untested
     pipeline_version: str = field(default=__version__)
     trusted: bool | None = None  # the namespace is a trusted publisher (False: users pass trust_remote_code=True)
     consumers: tuple[str, ...] = ()  # the kernels/huggingface_hub releases verify loads it with
@@ -113,7 +121,8 @@ def _context(card: Card) -> dict:
         builders=list(card.builders), checks=list(card.checks), forced=list(card.forced),
         pipeline_version=card.pipeline_version, backends=list(card.backends),
         has_benchmark_section=False, trusted=card.trusted, consumers=list(card.consumers),
-        model_table=card.model_table,
+        model_table=card.model_table, coverage=list(card.coverage), untested=list(card.untested),
+        warnings=[w for w in card.warnings if w.severity == "warning"],
         # The arguments of the get_kernel call users type: the published repository, and
         # trust_remote_code=True where its namespace is not a trusted publisher.
         load_args=f'"{card.repo_id}", version={card.version}' + (", trust_remote_code=True" if card.trusted is False
@@ -223,10 +232,14 @@ class CardInputs:
     description: str | None = None
     consumers: tuple[str, ...] = ()
     model_table: str | None = None
+    coverage: tuple[OpCoverage, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+    untested: tuple[str, ...] = ()
 
 
 def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks: tuple[str, ...] = (),
-                forced: tuple[str, ...] = (), description: str | None = None) -> CardInputs:
+                forced: tuple[str, ...] = (), description: str | None = None, coverage: tuple = (),
+                warnings: tuple = (), untested: tuple[str, ...] = ()) -> CardInputs:
     functions: tuple[str, ...] = ()
     layers: tuple[str, ...] = ()
     for v in bundle.variants:
@@ -245,6 +258,7 @@ def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks
         checks=checks, forced=forced, benchmark_table=benchmark_table(root), template=project_template(root),
         has_benchmark=bool(kernel is not None and kernel.benchmarks_dir is not None), description=description,
         consumers=tuple(c.label for c in default_consumers()), model_table=model_table(root),
+        coverage=tuple(coverage), warnings=tuple(warnings), untested=tuple(untested),
     )
 
 
@@ -262,7 +276,8 @@ def card_maker(inputs: CardInputs, repo_id: str, *, newer_published: bool,
             benchmark_table=inputs.benchmark_table, kernel_commit=inputs.kernel_commit, dirty=inputs.dirty,
             builders=inputs.builders, checks=inputs.checks, forced=inputs.forced, layers=inputs.layers,
             template=inputs.template, has_benchmark=inputs.has_benchmark, trusted=trusted,
-            consumers=inputs.consumers, model_table=inputs.model_table,
+            consumers=inputs.consumers, model_table=inputs.model_table, coverage=inputs.coverage,
+            warnings=inputs.warnings, untested=inputs.untested,
         ))
 
     return card_for

@@ -1,5 +1,7 @@
 """The publish gate: a bundle is uploaded only when check and smoke pass
-(or `--force` says otherwise, which the card records)."""
+(or `--force` says otherwise, which the card records), and only when every op
+was tested by a contract or a project case (or `--allow-untested` says
+otherwise, which the card marks)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pipeline.bundle import Bundle, CheckReport, check_bundle
 from pipeline.bundle_source import BundleSource, host_choice
 from pipeline.errors import PipelineError, PublishError
 from pipeline.events import Event, Reporter, quiet, staged
-from pipeline.smoke import SmokeReport, run_smoke
+from pipeline.smoke import OpCoverage, SmokeReport, run_smoke, untested_hint
 from pipeline.workspace import Kernel
 
 
@@ -20,16 +22,37 @@ class GateResult:
     smoke: SmokeReport | None
     checks: tuple[str, ...]  # what passed, as the card lists it
     forced: tuple[str, ...]  # what failed and was published anyway (--force)
+    untested: tuple[str, ...] = ()  # ops nothing tested, published with --allow-untested
 
     @property
     def bundle(self) -> Bundle:
         return self.check.bundle
 
+    @property
+    def coverage(self) -> tuple[OpCoverage, ...]:
+        return self.smoke.coverage if self.smoke is not None else ()
+
+    @property
+    def warnings(self) -> tuple:
+        return self.smoke.warnings if self.smoke is not None else ()
+
 
 def smoke_summary(report: SmokeReport) -> str:
+    """One line for the card and the log; no seed (the card must not change between runs)."""
     failed = len(report.failures)
-    return (f"{'passed' if report.passed else 'FAILED'} on {report.variant} "
-            f"({len(report.results)} check(s), {failed} failed)")
+    contracts = sorted({c.contract for c in report.coverage if c.contract and c.contract_cases})
+    status = "passed" if report.passed else ("untested" if report.untested and not failed else "FAILED")
+    return (f"{status} on {report.variant} "
+            f"({len(report.results)} check(s), {failed} failed"
+            + (f"; contracts: {', '.join(contracts)}" if contracts else "; no contract") + ")")
+
+
+def untested_error(report: SmokeReport, kernel: Kernel | None) -> PublishError:
+    ops = report.untested
+    return PublishError(
+        f"{len(ops)} op(s) of {report.kernel} are tested by nothing: {', '.join(ops)} (no contract matches them "
+        "and no case in tests/smoke_cases.py calls them); nothing was uploaded",
+        code="publish-untested", path=kernel.shown if kernel is not None else None, hint=untested_hint(ops))
 
 
 def _check(source: BundleSource, kernel: Kernel | None, force: bool, report: Reporter) -> tuple[CheckReport, list, list]:
@@ -54,13 +77,14 @@ def _check(source: BundleSource, kernel: Kernel | None, force: bool, report: Rep
     return result, checks, forced
 
 
-def _smoke(bundle: Bundle, kernel: Kernel | None, report: Reporter) -> tuple[SmokeReport | None, bool, str]:
+def _smoke(bundle: Bundle, kernel: Kernel | None, report: Reporter, contracts: tuple, seed: int | None,
+           ) -> tuple[SmokeReport | None, bool, str]:
     # Importing a variant in place writes __pycache__ into the build tree,
     # which check would then call stray: keep the tree as the build left it.
     old = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
     try:
-        result = run_smoke(bundle, kernel, report=staged(report, "smoke"))
+        result = run_smoke(bundle, kernel, seed=seed, contracts=contracts, report=staged(report, "smoke"))
     except PipelineError as exc:
         return None, False, f"FAILED: {exc.message}"
     finally:
@@ -68,19 +92,37 @@ def _smoke(bundle: Bundle, kernel: Kernel | None, report: Reporter) -> tuple[Smo
     return result, result.passed, smoke_summary(result)
 
 
+def _untested(smoke_report: SmokeReport, kernel: Kernel | None, allow_untested: bool,
+              report: Reporter) -> tuple[str, ...]:
+    untested = smoke_report.untested
+    if untested and not allow_untested:
+        raise untested_error(smoke_report, kernel)
+    if untested:
+        report(Event("step", f"UNTESTED (--allow-untested, marked on the card): {', '.join(untested)}",
+                     stage="smoke"))
+    return untested
+
+
 def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False, smoke: bool = True,
-             report: Reporter = quiet) -> GateResult:
+             report: Reporter = quiet, contracts: tuple[tuple[str, str], ...] = (),
+             allow_untested: bool = False, seed: int | None = None) -> GateResult:
     """Check, then smoke where this host can. A dry run runs both too: the card
     lists their verdicts, so a dry run that skipped smoke would plan another card
     than the real run uploads (and miss the refusal a failing smoke causes)."""
     checked, checks, forced = _check(source, kernel, force, report)
     host = host_choice(source.path)
-    smoke_report = None
+    smoke_report, untested = None, ()
     if host is None:
         report(Event("step", "skipped: this host can run none of the bundle's variants", stage="smoke"))
     elif smoke:
-        report(Event("step", f"running the correctness cases on {host}", stage="smoke"))
-        smoke_report, passed, summary = _smoke(checked.bundle, kernel, report)
+        report(Event("step", f"running the op contracts and the project's cases on {host}", stage="smoke"))
+        smoke_report, passed, summary = _smoke(checked.bundle, kernel, report, contracts, seed)
+        if smoke_report is not None:
+            report(Event("step", f"seed {smoke_report.seed} (replay: --seed {smoke_report.seed})", stage="smoke"))
+            untested = _untested(smoke_report, kernel, allow_untested, report)
+            if untested:  # allowed: what did run must still have passed
+                tests = smoke_report.project_tests
+                passed = not smoke_report.failures and (tests is None or tests.passed)
         report(Event("step", summary, stage="smoke"))
         if passed:
             checks.append(f"smoke {summary}")
@@ -90,4 +132,5 @@ def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False
                                     "(or publish anyway with --force, which the card records)")
         else:
             forced.append(f"smoke {summary}")
-    return GateResult(check=checked, smoke=smoke_report, checks=tuple(checks), forced=tuple(forced))
+    return GateResult(check=checked, smoke=smoke_report, checks=tuple(checks), forced=tuple(forced),
+                      untested=tuple(untested))

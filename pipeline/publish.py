@@ -41,6 +41,9 @@ class PublishRequest:
     verify: bool = True
     smoke: bool = True
     card_description: str | None = None
+    contracts: tuple[tuple[str, str], ...] = ()  # --contract OP=FAMILY, over the workspace's bindings
+    allow_untested: bool = False  # publish ops nothing tested; the card marks them
+    seed: int | None = None  # smoke's seed (--seed replays a run)
 
     @property
     def namespace(self) -> str:
@@ -144,13 +147,15 @@ def publish(request: PublishRequest, target: Target, *, report: Reporter = quiet
         source = obtain_bundle(request.kernel, request.name, build_dir=request.build_dir,
                                rebuild=request.rebuild, report=report)
         report(Event("step", f"using {source.path} ({source.how})", stage="build"))
-        gate = run_gate(source, request.kernel, force=request.force, smoke=request.smoke, report=report)
+        gate = run_gate(source, request.kernel, force=request.force, smoke=request.smoke, report=report,
+                        contracts=request.contracts, allow_untested=request.allow_untested, seed=request.seed)
         version = publish_version(request, gate)
         if gate.bundle.name is not None and gate.bundle.name != request.name:
             report(Event("step", f"note: the kernel is named {gate.bundle.name!r}, the repository "
                                  f"{request.repo_id!r}", stage="check"))
         inputs = card_inputs(gate.bundle, request.kernel, version, checks=gate.checks, forced=gate.forced,
-                             description=request.card_description)
+                             description=request.card_description, coverage=gate.coverage, warnings=gate.warnings,
+                             untested=gate.untested)
         card_for = card_maker(inputs, request.repo_id, newer_published=any(v > version for v in remote.versions()),
                               trusted=remote.trusted)
         api = make_api(live)

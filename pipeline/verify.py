@@ -393,15 +393,17 @@ def _load_and_run(repo_id: str, version: int, cases_file: str | None, seeds: lis
     if load_only:
         result["message"] = "loaded (outputs not checked: --load-only)"
         return result
-    if cases_file is None or not Path(cases_file).is_file():
-        result.update(ok=False, message="loaded, but there are no reference cases to check its outputs "
-                                        "(tests/smoke_cases.py of the kernel project)")
-        return result
-    from pipeline.smoke import load_cases, run_cases
+    from pipeline.smoke import check_module
 
     device = torch.device("cuda") if (loaded and str(loaded.metadata.backend.backend_type).lower() == "cuda") \
         else torch.device("cpu")
-    runs = run_cases(module, load_cases(Path(cases_file)), device, seeds=tuple(seeds), op_checks=False)
+    # The ops' contracts (inferred from name and schema) plus the project's cases, if any.
+    cases = Path(cases_file) if cases_file is not None and Path(cases_file).is_file() else None
+    runs = check_module(module, device, seeds=tuple(seeds), cases_file=cases)
+    if not runs:
+        result.update(ok=False, message="loaded, but no contract fits its ops and there are no reference cases "
+                                        "to check its outputs (tests/smoke_cases.py of the kernel project)")
+        return result
     failures = [f"{r.name} (seed {r.seed}): {r.message}" for r in runs if not r.passed]
     result.update(ok=bool(runs) and not failures, cases=len(runs), failed=len(failures), failures=failures[:10],
                   message=(f"{len(runs)} case(s) match the float64 reference" if not failures

@@ -35,6 +35,8 @@ class Kernel:
     variants: tuple[Variant, ...]  # the full build matrix
     ci_variants: tuple[Variant, ...]
     shown: str  # the project's path as printed (relative to the workspace root when there is one)
+    # ((op, contract family), ...) bound by the workspace file (smoke adds --contract on top)
+    contracts: tuple[tuple[str, str], ...] = ()
 
     @property
     def root(self) -> Path:
@@ -119,9 +121,10 @@ def _kernel(project: KernelProject, workspace: Workspace | None) -> Kernel:
     else:
         policy = full_table_policy()
         ci_policy = reduced_policy(policy)
+    contracts = workspace.contracts_for(Path(project.root).name) if workspace is not None else ()
     return Kernel(project=project, workspace=workspace, policy=policy, ci_policy=ci_policy,
                   variants=tuple(compute_matrix(project, policy)), ci_variants=tuple(compute_matrix(project, ci_policy)),
-                  shown=_shown(project.root, workspace))
+                  shown=_shown(project.root, workspace), contracts=contracts)
 
 
 def _workspace_around(project_root: Path) -> Workspace | None:

@@ -6,10 +6,11 @@ into the `Kernel` value every later stage takes."""
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline import toml
+from pipeline.contracts import FAMILIES, unknown_family_hint
 from pipeline.errors import WorkspaceError
 from pipeline.policy import KNOWN_BACKENDS, MatrixPolicy
 
@@ -22,6 +23,11 @@ class Workspace:
     namespace: str
     matrix: MatrixPolicy
     ci_matrix: MatrixPolicy
+    # [workspace.contracts.<kernel>]: kernel directory name -> ((op, contract family), ...)
+    contracts: dict = field(default_factory=dict)
+
+    def contracts_for(self, kernel_dir: str) -> tuple[tuple[str, str], ...]:
+        return self.contracts.get(kernel_dir, ())
 
     def kernel(self, name: str) -> Path:
         for path in self.kernel_paths:
@@ -42,7 +48,7 @@ class Workspace:
 
 
 _POLICY_KEYS = ("torch", "cuda", "archs", "backends")
-_WORKSPACE_KEYS = ("kernels", "namespace", "matrix")
+_WORKSPACE_KEYS = ("kernels", "namespace", "matrix", "contracts")
 
 
 def is_workspace_file(path: Path) -> bool:
@@ -115,6 +121,34 @@ def _policy(table: dict, name: str, path: Path, text: str, default: MatrixPolicy
     return MatrixPolicy(**values)
 
 
+def _contracts(table, path: Path, text: str, kernel_names: tuple[str, ...]) -> dict:
+    """[workspace.contracts.<kernel>] tables: `OP = "FAMILY"` per line."""
+    if not isinstance(table, dict):
+        raise WorkspaceError("[workspace.contracts] must be a table of tables", path=str(path),
+                             line=toml.key_line(text, "contracts", "workspace"), code="workspace-type-error",
+                             hint='write [workspace.contracts.rmsnorm] with rms_norm = "rms_norm"')
+    found = {}
+    for kernel, ops in table.items():
+        name = f"workspace.contracts.{kernel}"
+        line = toml.key_line(text, "", name)
+        if kernel not in kernel_names:
+            close = difflib.get_close_matches(kernel, kernel_names, n=1)
+            raise WorkspaceError(f"[{name}] names no kernel of the workspace", path=str(path), line=line,
+                                 code="workspace-contract-kernel-unknown",
+                                 hint=(f"did you mean {close[0]!r}? " if close else "")
+                                 + f"kernels: {', '.join(kernel_names) or 'none'} (their directory names)")
+        if not isinstance(ops, dict) or not all(isinstance(v, str) for v in ops.values()):
+            raise WorkspaceError(f"[{name}] must map op names to contract families", path=str(path), line=line,
+                                 code="workspace-type-error", hint='e.g. rms_norm = "rms_norm"')
+        for op, family in ops.items():
+            if family not in FAMILIES:
+                raise WorkspaceError(f"[{name}].{op}: no contract family {family!r}", path=str(path),
+                                     line=toml.key_line(text, op, name), code="contract-unknown",
+                                     hint=unknown_family_hint(family))
+        found[kernel] = tuple(ops.items())
+    return found
+
+
 def load_workspace(root: Path) -> Workspace:
     path = root / WORKSPACE_FILE
     if not path.is_file():
@@ -162,5 +196,6 @@ def load_workspace(root: Path) -> Workspace:
         raise WorkspaceError("[workspace.matrix] must be a table", path=str(path), code="workspace-type-error")
     full = _policy(matrix_table, "workspace.matrix", path, text, None)
     ci = _policy(matrix_table.get("ci", {}), "workspace.matrix.ci", path, text, full)
+    contracts = _contracts(ws.get("contracts", {}), path, text, tuple(p.name for p in kernel_paths))
     return Workspace(root=root.resolve(), kernel_paths=tuple(kernel_paths), namespace=namespace,
-                     matrix=full, ci_matrix=ci)
+                     matrix=full, ci_matrix=ci, contracts=contracts)

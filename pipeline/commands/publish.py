@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.commands._render import print_verify
+from pipeline.contracts import parse_bindings
 from pipeline.errors import VerifyError
 from pipeline.publish import PublishRequest, publish
 from pipeline.target import resolve_target, split_repo_id
@@ -18,7 +19,9 @@ Publish a kernel to a Kernel Hub, running the stages it still needs:
   -> check -> smoke (where this host can run a variant) -> upload -> verify
 
 A bundle that fails check or smoke is not uploaded; --force uploads it anyway
-and the kernel card says so.
+and the kernel card says so. An op that neither a contract (--contract OP=FAMILY,
+[workspace.contracts.<kernel>], or inferred) nor tests/smoke_cases.py tests is
+refused too; --allow-untested publishes it and the card marks it untested.
 
 Where it goes (printed first):
   --endpoint URL  >  HF_ENDPOINT  >  the Hugging Face Hub when a token is
@@ -53,6 +56,11 @@ def add_arguments(parser) -> None:
                         help="upload even if check or smoke fails (recorded in the kernel card)")
     parser.add_argument("--rebuild", action="store_true", help="build the host's variant even if a build exists")
     parser.add_argument("--no-verify", action="store_true", help="skip get_kernel verification after the upload")
+    parser.add_argument("--contract", action="append", default=[], metavar="OP=FAMILY",
+                        help="smoke-test op OP against contract FAMILY (repeatable; overrides the workspace file)")
+    parser.add_argument("--allow-untested", action="store_true",
+                        help="publish even if an op has no contract and no case (the card marks it untested)")
+    parser.add_argument("--seed", type=int, default=None, metavar="S", help="smoke's seed (default: a new one)")
     parser.add_argument("--json", action="store_true", help="print the publication as JSON on stdout")
 
 
@@ -63,7 +71,9 @@ def run(args, output) -> int:
     target = resolve_target(args.endpoint)
     output.info(f"  target  {target.describe()}")
     request = PublishRequest(repo_id=repo_id, kernel=source.kernel, build_dir=args.build_dir, version=args.version,
-                             dry_run=args.dry_run, force=args.force, rebuild=args.rebuild, verify=not args.no_verify)
+                             dry_run=args.dry_run, force=args.force, rebuild=args.rebuild, verify=not args.no_verify,
+                             contracts=parse_bindings(args.contract), allow_untested=args.allow_untested,
+                             seed=args.seed)
     with output.reporter() as report:
         publication = publish(request, target, report=report)
     verify = publication.verify

@@ -5,21 +5,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.bundle import check_bundle, find_build_dir
+from pipeline.contracts import FAMILIES, parse_bindings
 from pipeline.errors import SmokeError
-from pipeline.smoke import DEFAULT_SEEDS, TOLERANCE, run_smoke
+from pipeline.smoke import DEFAULT_TRIALS, TOLERANCE, run_smoke, untested_hint
 from pipeline.workspace import resolve, resolve_for_build
 
 HELP = "correctness of the host's variant against a float64 reference"
 DESCRIPTION = f"""\
-Load the host's variant from BUILD_DIR with kernels.get_local_kernel and run the
-kernel project's cases (tests/smoke_cases.py; contract in pipeline/smoke.py):
-fresh random inputs per seed, outputs poisoned with NaN and guarded, relative
-error against float64 within {', '.join(f'{k} {v:g}' for k, v in TOLERANCE.items() if k != 'float64')},
-torch.library.opcheck and torch.compile(fullgraph=True) on the marked cases.
+Load the host's variant from BUILD_DIR with kernels.get_local_kernel and run
+every op's contract (pipeline/contracts/: the pipeline's adversarial inputs,
+float64 reference and tolerances), then the project's own cases
+(tests/smoke_cases.py; contract in pipeline/smoke/__init__.py), or without a
+case file the project's kernels_ci pytest tests. Outputs are poisoned at random
+and guarded; inputs must stay unchanged; each case runs twice with new data at
+the same addresses and repeats must be bit-identical. Project cases' bounds:
+{', '.join(f'{k} {v:g}' for k, v in TOLERANCE.items() if k != 'float64')} (relative norm error).
+
+An op's contract: --contract OP=FAMILY, else [workspace.contracts.<kernel>] in
+the workspace build.toml, else inferred from the op's name and schema.
+Families: {', '.join(FAMILIES)}.
+
+The seed changes every run and is printed; --seed S replays a run.
 
 example:
   python -m pipeline smoke kernels-src/rmsnorm/build
   python -m pipeline smoke build/ --kernel kernels-src/rmsnorm --json
+  python -m pipeline smoke relu/build --kernel relu --contract relu=relu --seed 1234
 """
 
 
@@ -28,8 +39,12 @@ def add_arguments(parser) -> None:
                         help="a build tree holding variant directories (or its parent)")
     parser.add_argument("--kernel", type=Path, default=None, metavar="PATH",
                         help="the kernel project whose cases to run (default: the workspace kernel named in the build)")
-    parser.add_argument("--seeds", type=int, default=len(DEFAULT_SEEDS), metavar="N",
-                        help=f"random trials per case (default {len(DEFAULT_SEEDS)})")
+    parser.add_argument("--contract", action="append", default=[], metavar="OP=FAMILY",
+                        help="check op OP against contract FAMILY (repeatable; overrides the workspace file)")
+    parser.add_argument("--seeds", type=int, default=DEFAULT_TRIALS, metavar="N",
+                        help=f"random trials per case (default {DEFAULT_TRIALS})")
+    parser.add_argument("--seed", type=int, default=None, metavar="S",
+                        help="the run's seed (default: a new one each run, printed): replays a run")
     parser.add_argument("--no-op-checks", action="store_true", help="skip opcheck and torch.compile checks")
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
 
@@ -38,23 +53,50 @@ def run(args, output) -> int:
     if args.seeds < 1:
         raise SmokeError(f"--seeds {args.seeds}: at least one seed is needed", code="usage",
                          hint="e.g. --seeds 3 (the default)")
+    contracts = parse_bindings(args.contract)
     bundle = check_bundle(find_build_dir(args.build_dir)).bundle
     kernel = resolve(args.kernel) if args.kernel else resolve_for_build(bundle.root, bundle.name)
     with output.reporter() as report:
-        result = run_smoke(bundle, kernel, seeds=tuple(range(args.seeds)), report=report,
+        result = run_smoke(bundle, kernel, seed=args.seed, trials=args.seeds, contracts=contracts, report=report,
                            op_checks=not args.no_op_checks)
+    nothing = not result.results and result.project_tests is None
     if output.json_mode:
         output.emit_json(result.to_json())
-    else:
-        _print(result, output)
+        return 0 if result.passed else SmokeError.exit_code
+    _print(result, output)
+    if nothing:
+        raise SmokeError(f"nothing tested {', '.join(result.untested) or 'this build'}: no op has a contract or a "
+                         "case", code="smoke-untested", hint=untested_hint(result.untested))
     return 0 if result.passed else SmokeError.exit_code
 
 
+def _print_coverage(report, output) -> None:
+    for c in report.coverage:
+        if c.contract:
+            what = f"contract {c.contract} ({c.how}): {c.contract_cases} case(s)"
+        else:
+            what = "no contract"
+        what += f", {c.project_cases} project case(s)" if c.project_cases else ""
+        if c.tested:
+            what += f"; dtypes {', '.join(c.dtypes) or '-'}; {len(c.shapes)} shape(s)"
+        output.result(f"  {c.op}: {what}" + ("" if c.tested else "  UNTESTED"))
+
+
 def _print(report, output) -> None:
-    output.result(f"{report.kernel} {report.variant} on {report.device} ({report.project})")
+    output.result(f"{report.kernel} {report.variant} on {report.device} ({report.project}); "
+                  f"seed {report.seed} (replay: --seed {report.seed})")
+    _print_coverage(report, output)
     for r in report.failures:
         seed = "" if r.seed is None else f" seed {r.seed}"
         output.result(f"FAIL {r.check:8s} {r.name}{seed}: {r.message}")
+    for w in report.warnings:
+        output.problem(w.format())
+    tests = report.project_tests
+    if tests is not None:
+        output.result(f"project tests ({tests.command}): {tests.ran} ran, {tests.failed} failed, "
+                      f"{tests.skipped} skipped")
+        if tests.output and not tests.passed:
+            output.result(tests.output)
     values = [r for r in report.results if r.check == "values" and r.error is not None and r.bound]
     if values:
         worst = max(values, key=lambda r: r.error / r.bound)

@@ -1,0 +1,137 @@
+"""The values smoke returns: one result per case and seed, coverage per op,
+warnings, what each op ran (delegation), the project's own tests. No torch here:
+the card and the publish gate read these."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from pipeline.errors import Problem
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    name: str
+    op: str
+    seed: int | None
+    check: str  # "values", "opcheck" or "compile"
+    passed: bool
+    error: float | None = None  # worst relative error over the outputs and calls
+    bound: float | None = None
+    message: str = ""
+    contract: str | None = None  # the family whose case this is; None: the project's own case
+    declined: bool = False  # the op refused an input a correct kernel may refuse (passed, reported)
+
+
+@dataclass(frozen=True)
+class OpCoverage:
+    """What was verified for one op, as the card shows it."""
+
+    op: str
+    schema: str
+    contract: str | None  # family, or None
+    how: str  # "--contract", "workspace", "inferred" or "" (no contract)
+    contract_cases: int = 0
+    project_cases: int = 0
+    shapes: tuple[str, ...] = ()  # distinct input shapes run, as "2x3x4096"
+    dtypes: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    declined: tuple[str, ...] = ()  # contract cases the op refused
+    note: str = ""  # why no contract applies (ambiguous inference, schema mismatch)
+
+    @property
+    def tested(self) -> bool:
+        return bool(self.contract_cases or self.project_cases)
+
+    def shape_summary(self, limit: int = 6) -> str:
+        shown = ", ".join(self.shapes[:limit])
+        return shown + (f" and {len(self.shapes) - limit} more" if len(self.shapes) > limit else "")
+
+
+@dataclass(frozen=True)
+class Delegation:
+    """What running the op once made PyTorch do (torch.profiler)."""
+
+    op: str
+    aten: tuple[str, ...]  # compute operators called (layout and copy operators left out)
+    kernels: tuple[str, ...]  # device kernels launched (CUDA)
+    delegates: bool  # the op's work is done by PyTorch's operators
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ProjectTests:
+    """The project's own `kernels_ci` pytest tests, run against the build."""
+
+    command: str
+    ran: int
+    failed: int
+    skipped: int
+    output: str = ""  # the tail, when something failed
+
+    @property
+    def passed(self) -> bool:
+        return self.failed == 0
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    kernel: str
+    kernel_id: str
+    variant: str
+    device: str
+    project: str
+    results: tuple[CaseResult, ...] = field(default_factory=tuple)
+    left_out: tuple[str, ...] = ()  # cases declared for other device types
+    seed: int | None = None  # the run's seed: `--seed` replays it
+    seeds: tuple[int, ...] = ()
+    coverage: tuple[OpCoverage, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+    delegation: tuple[Delegation, ...] = ()
+    project_tests: ProjectTests | None = None
+
+    @property
+    def failures(self) -> tuple[CaseResult, ...]:
+        return tuple(r for r in self.results if not r.passed)
+
+    @property
+    def passed(self) -> bool:
+        """Something ran, and nothing failed."""
+        ran = bool(self.results) or (self.project_tests is not None and self.project_tests.ran > 0)
+        tests_ok = self.project_tests is None or self.project_tests.passed
+        return ran and not self.failures and tests_ok
+
+    @property
+    def untested(self) -> tuple[str, ...]:
+        """Ops no contract and no project case checked."""
+        return tuple(c.op for c in self.coverage if not c.tested)
+
+    def to_json(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "kernel_id": self.kernel_id,
+            "variant": self.variant,
+            "device": self.device,
+            "project": self.project,
+            "passed": self.passed,
+            "seed": self.seed,
+            "seeds": list(self.seeds),
+            "counts": {"total": len(self.results), "failed": len(self.failures),
+                       "declined": sum(r.declined for r in self.results)},
+            "untested": list(self.untested),
+            "coverage": [asdict(c) for c in self.coverage],
+            "warnings": [w.to_json() for w in self.warnings],
+            "delegation": [asdict(d) for d in self.delegation],
+            "project_tests": asdict(self.project_tests) if self.project_tests is not None else None,
+            "left_out": {"reason": "the case's `devices` excludes this device type", "cases": list(self.left_out)},
+            "results": [asdict(r) for r in self.results],
+        }
+
+
+def untested_hint(ops: tuple[str, ...] | list[str]) -> str:
+    """What to do about ops nothing tests (smoke and the publish gate say the same)."""
+    first = ops[0] if ops else "OP"
+    return (f"bind each op to a pipeline contract: --contract {first}=FAMILY (or [workspace.contracts.<kernel>] "
+            "in the workspace build.toml; families: python -m pipeline smoke --help), or add the case-file "
+            "contract tests/smoke_cases.py (documented in pipeline/smoke/__init__.py); "
+            "publish --allow-untested publishes anyway and marks the card untested")

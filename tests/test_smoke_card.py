@@ -1,0 +1,91 @@
+"""The card's verification section and the publish gate's verdicts on coverage:
+what a Hub user sees about what smoke verified (unit: rendering and the gate's
+rules on hand-made reports)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.card import Card, CardVariant, render_card
+from pipeline.errors import Problem, PublishError
+from pipeline.gate import smoke_summary, untested_error
+from pipeline.smoke import CaseResult, Delegation, OpCoverage, SmokeReport
+
+COVERED = OpCoverage(op="rms_norm", schema="(Tensor! out, Tensor input, Tensor weight, float eps) -> ()",
+                     contract="rms_norm", how="workspace", contract_cases=51, project_cases=48,
+                     shapes=("5x1", "3x7", "2x3x127", "4x128", "2x2x2x4097", "3x8191", "2x262144", "1024x4096"),
+                     dtypes=("bfloat16", "float16", "float32"), seeds=(11, 12, 13))
+UNCOVERED = OpCoverage(op="scale", schema="(Tensor! out, Tensor x, float a) -> ()", contract=None, how="")
+
+
+def _card(**kw) -> str:
+    base = dict(repo_id="my-org/rmsnorm", name="rmsnorm", version=1, license="Apache-2.0", functions=("rms_norm",),
+                variants=(CardVariant("torch213-cxx11-cpu-x86_64-linux", "torch 2.13", "CPU", "x86_64-linux"),))
+    return render_card(Card(**{**base, **kw}))
+
+
+def test_coverage_per_op_is_a_table_row():
+    text = _card(coverage=(COVERED,))
+    assert "## Verification" in text
+    assert ("| `rms_norm` | `rms_norm` (workspace) | 51 | 48 | bfloat16, float16, float32 | 5x1, 3x7, 2x3x127, "
+            "4x128, 2x2x2x4097, 3x8191 and 2 more | 3 |") in text
+    assert "Untested" not in text and "Warnings:" not in text
+
+
+def test_the_card_does_not_change_with_the_seed():
+    other = OpCoverage(**{**COVERED.__dict__, "seeds": (901, 902, 903)})
+    assert _card(coverage=(COVERED,)) == _card(coverage=(other,))
+
+
+def test_untested_mark_and_warnings_are_shown():
+    warnings = (Problem("k", None, "op-delegates-to-pytorch", "scale hands its work to PyTorch: it calls aten::mul",
+                        severity="warning"),
+                Problem("k", None, "weak-case-constant-input", "rms_norm: 1 case(s) pass an input whose elements are "
+                        "all equal", severity="warning"))
+    text = _card(coverage=(COVERED, UNCOVERED), untested=("scale",), warnings=warnings)
+    assert "> **Untested**: published with `--allow-untested`. No contract and no case checked `scale`." in text
+    assert "| `scale` | none | 0 | 0 | – | – | 0 |" in text
+    assert "- `op-delegates-to-pytorch`: scale hands its work to PyTorch: it calls aten::mul" in text
+    assert "- `weak-case-constant-input`: rms_norm: 1 case(s)" in text
+
+
+def test_no_smoke_says_so():
+    assert "Not smoke-tested before upload" in _card()
+
+
+def _report(coverage, results=(), **kw) -> SmokeReport:
+    return SmokeReport("tiny", "_tiny_cpu_1", "torch213-cxx11-cpu-x86_64-linux", "cpu", "tiny", tuple(results),
+                       seed=5, seeds=(5,), coverage=tuple(coverage), **kw)
+
+
+def test_untested_error_is_exact_and_names_the_ways_out():
+    err = untested_error(_report((COVERED, UNCOVERED)), None)
+    assert isinstance(err, PublishError) and err.code == "publish-untested"
+    assert err.message == ("1 op(s) of tiny are tested by nothing: scale (no contract matches them and no case in "
+                           "tests/smoke_cases.py calls them); nothing was uploaded")
+    assert "--contract scale=FAMILY" in err.hint and "[workspace.contracts.<kernel>]" in err.hint
+    assert "tests/smoke_cases.py" in err.hint and "--allow-untested" in err.hint
+
+
+def test_smoke_summary_names_contracts_and_no_seed():
+    ok = CaseResult("rms_norm:x", "rms_norm", 5, "values", True, 0.0, 1e-3, contract="rms_norm")
+    line = smoke_summary(_report((COVERED,), [ok]))
+    assert line == "passed on torch213-cxx11-cpu-x86_64-linux (1 check(s), 0 failed; contracts: rms_norm)"
+    assert "5" not in line.replace("x86_64", "")
+    assert smoke_summary(_report((UNCOVERED,))).startswith("untested on ")
+
+
+def test_delegation_verdicts_serialise():
+    d = Delegation("scale", ("aten::mul",), (), True)
+    report = _report((UNCOVERED,), delegation=(d,))
+    assert json.loads(json.dumps(report.to_json()))["delegation"] == [{"op": "scale", "aten": ["aten::mul"], "kernels": [], "delegates": True,
+                                                "note": ""}]
+    assert report.untested == ("scale",) and report.passed is False
+
+
+@pytest.mark.parametrize("limit,shown", [(2, "5x1, 3x7 and 6 more"), (8, "5x1, 3x7, 2x3x127, 4x128, 2x2x2x4097, "
+                                                                          "3x8191, 2x262144, 1024x4096")])
+def test_shape_summary(limit, shown):
+    assert COVERED.shape_summary(limit) == shown
