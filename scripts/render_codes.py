@@ -1,4 +1,4 @@
-"""Rewrite the README's list of codes from the code table (tests/test_codes.py checks it)."""
+"""Rewrite the README's list of codes from the code table (tests/unit/test_codes.py checks it)."""
 
 from pathlib import Path
 

@@ -7,9 +7,15 @@ import os
 import shutil
 from pathlib import Path
 
+import sys
+
 import pytest
 
-import world_guard
+# Shared helpers (hubtesting, values, world_guard, *_support) live in tests/, beside this file;
+# the test files live in tests/unit/ and tests/integration/.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import world_guard  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 UNIT_DIR = Path(__file__).resolve().parent / "unit"
@@ -17,8 +23,8 @@ UNIT_DIR = Path(__file__).resolve().parent / "unit"
 
 @pytest.fixture(autouse=True)
 def _unit_tests_cannot_touch_the_world(request, monkeypatch):
-    """tests/unit/: no process, no network, no build (PIPELINE_GUARD_ALL=1 guards every test,
-    which is how tests are sorted into unit/ and integration/)."""
+    """tests/unit/: no process, no network, no build. PIPELINE_GUARD_ALL=1 guards every test:
+    a test of tests/integration/ that passes under it belongs in tests/unit/."""
     path = Path(str(request.node.fspath)).resolve()
     if UNIT_DIR in path.parents or os.environ.get("PIPELINE_GUARD_ALL"):
         world_guard.guard(monkeypatch)

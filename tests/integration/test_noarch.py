@@ -31,7 +31,7 @@ from pipeline.policy import MatrixPolicy
 from pipeline.project import load_project, validate
 from pipeline.workspace import resolve
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "kernels-src" / "softmax-triton"
 FILES = ["__init__.py", "_ops.py", "_triton.py", "layers.py", "metadata.json", "op.py"]
 POLICY = MatrixPolicy(torch=("2.12", "2.13"), cuda=("12.6", "13.0", "13.2"), archs=("x86_64", "aarch64"),
@@ -296,7 +296,7 @@ def test_get_kernel_loads_the_published_cpu_variant_like_a_user(project_dir, tmp
 @pytest.mark.slow
 def test_the_workspace_flake_and_the_nix_backend_carry_noarch_variants(tmp_path):
     """The root flake selects `torch-cpu` from a noarch kernel's outputs and `pipeline build --backend nix`
-    copies and checks it (offline: the stand-in of tests/test_nix_wiring.py, which names a
+    copies and checks it (offline: the stand-in of tests/integration/test_nix_wiring.py, which names a
     [torch-noarch] project's variant torch-<backend> as kernel-builder does)."""
     from test_nix_wiring import STANDIN, WORKSPACE_TOML, _git as git, _run
 

@@ -9,7 +9,7 @@ from pipeline import toml
 from pipeline.cli import main
 from pipeline.codes import CODE_STYLE, load_codes, markdown
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "pipeline"
 # code="x" keyword arguments; Problem(path, line, "x", ...); collector.error/warning(path, "x", ...)
 USES = (re.compile(r'\bcode="([^"]+)"'),

@@ -20,7 +20,7 @@ from values import bundle_of
 
 from pipeline.project import load_project, validate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KERNELS = ("geglu", "rope", "adaln")
 ORG = "kernels-pipeline-test"
 

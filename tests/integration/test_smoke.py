@@ -22,7 +22,7 @@ from pipeline.smoke.project_tests import run_project_tests
 from pipeline.smoke.weak import weak_warnings
 from pipeline.workspace import resolve, resolve_for_build
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RMSNORM = REPO / "kernels-src" / "rmsnorm"
 
 

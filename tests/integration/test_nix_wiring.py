@@ -26,7 +26,7 @@ from pipeline.matrix import cpu_variant_of, host_variant
 
 pytestmark = [pytest.mark.nix, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STANDIN = REPO / "tests" / "fixtures" / "kernel-builder-standin"
 FIXTURE = REPO / "tests" / "fixtures" / "tiny-add"
 HOST_CPU = cpu_variant_of(host_variant())

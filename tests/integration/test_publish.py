@@ -22,7 +22,7 @@ from pipeline.upload.plan import plan_upload
 from pipeline.workspace import resolve
 from test_bundle_support import copy_variant_as, host_cpu_variant, make_project, make_variant
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ORG = "tiny-org"
 REPO_ID = f"{ORG}/tiny"
 

@@ -20,7 +20,7 @@ from pipeline import signing
 from pipeline.build import layout
 from pipeline.errors import PublishError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "sigstore-standin"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "sigstore-standin"))
 from standin import LocalSigstore  # noqa: E402  (a test fixture module, not a package)
 
 REPO_ID = "example/kernel-pipeline"
@@ -163,7 +163,7 @@ def test_the_policy_of_the_running_workflow_comes_from_githubs_variables():
 def test_ci_sign_refuses_without_an_oidc_token_and_writes_nothing(tmp_path):
     make_variant(tmp_path / "bundle", VARIANTS[0])
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("ACTIONS_", "GITHUB_"))}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     done = subprocess.run([sys.executable, "ci/sign.py", str(tmp_path / "bundle")], cwd=env["PYTHONPATH"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 9, done.stdout + done.stderr

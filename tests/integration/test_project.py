@@ -34,7 +34,7 @@ from pipeline.project import (
     validate,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "projects"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.toml").is_file())
 BROKEN = [c for c in CASES if "code" in toml.loads((FIXTURES / c / "expected.toml").read_text())]

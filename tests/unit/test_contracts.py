@@ -22,7 +22,7 @@ from pipeline.smoke.run import execute
 from pipeline.smoke.coverage import plan_warnings
 from pipeline.workspace_file import load_workspace
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")
 
 
@@ -253,10 +253,18 @@ def test_the_benchmarks_own_shapes_join_the_contract():
 
     shapes = bench_shapes(REPO / "kernels-src" / "rmsnorm" / "benchmarks" / "bench_cases.py")
     assert ((32768, 4096), "bfloat16") in shapes["rms_norm"] and "fused_add_rms_norm" in shapes
-    assert pick_bench(shapes["rms_norm"], "cpu") == [((2048, 4096), "bfloat16")]  # the largest <= 8M elements
-    assert [s for s, _ in pick_bench(shapes["rms_norm"], "cuda")][0] == (8192, 4096)
+    def elements(shape):
+        return shape[0] * shape[1]
+
+    all_shapes = sorted({shape for shape, _ in shapes["rms_norm"]}, key=elements, reverse=True)
+    cpu = pick_bench(shapes["rms_norm"], "cpu")
+    assert len(cpu) == 1 and elements(cpu[0][0]) == max(elements(s) for s in all_shapes if elements(s) <= 8 << 20)
+    cuda = [shape for shape, _ in pick_bench(shapes["rms_norm"], "cuda")]
+    assert len(cuda) == 3 and cuda == sorted(cuda, key=elements, reverse=True)
+    assert elements(cuda[0]) == max(elements(s) for s in all_shapes if elements(s) <= 32 << 20)
     contract = registry.CONTRACTS["rms_norm"]
     plan = OpPlan("rms_norm", "", "rms_norm", "workspace", forms=contract.forms[:1])
     names = [c.name for c in contract_cases(plan, "cpu", shapes["rms_norm"])]
-    assert sum("/bf16/2048x4096/contiguous" in n for n in names) == 1
+    rows, hidden = cpu[0][0]
+    assert sum(f"/bf16/{rows}x{hidden}/contiguous" in n for n in names) == 1
     assert len(names) == len(set(names)) == len(contract_cases(plan, "cpu")) + 1

@@ -25,7 +25,7 @@ from pipeline.target import Target
 from pipeline.workspace import resolve
 from test_bundle_support import make_project, make_variant
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RELU = REPO / "tests" / "fixtures" / "relu-like"
 ORG = "tiny-org"
 

@@ -20,7 +20,7 @@ import pytest
 
 from pipeline import toml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "projects"
 MIRRORS = Path("/work/.mirror")
 

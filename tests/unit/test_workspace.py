@@ -10,7 +10,7 @@ from pipeline import toml
 from pipeline.errors import WorkspaceError
 from pipeline.workspace import find_workspace, load_workspace
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 MATRIX = """
 [workspace.matrix]

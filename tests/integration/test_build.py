@@ -18,7 +18,7 @@ from pipeline.errors import BuildError
 from pipeline.matrix import host_variant
 from pipeline.project import load_project
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "tiny-add"
 HOST = host_variant()
 CPU_NAME = HOST.name if HOST.backend == "cpu" else HOST.name.replace(

@@ -24,7 +24,7 @@ from pipeline.workspace import load_workspace, resolve, resolve_all
 def matrix_for_path(path, *, ci=False):
     return [e for k in resolve_all(path) for e in k.entries(ci=ci)]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "tiny-add"
 ROW_KEYS = {"kernel", "variant", "backend", "torch", "arch", "os", "system", "runner"}
 

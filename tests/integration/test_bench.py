@@ -15,7 +15,7 @@ import torch
 from pipeline import bench
 from pipeline.errors import BenchError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RMSNORM = REPO / "kernels-src" / "rmsnorm"
 
 

@@ -1,7 +1,7 @@
 """Consumer environments (pipeline/consumers.py): specs, keys, the cache, the
 child environment, and how an unreachable index is told apart from a failure.
-The environments themselves are made for real in tests/test_hub_compat.py and
-tests/test_model_check.py (slow)."""
+The environments themselves are made for real in tests/integration/test_hub_compat.py and
+tests/integration/test_model_check.py (slow)."""
 
 from __future__ import annotations
 

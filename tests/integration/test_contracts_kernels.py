@@ -12,7 +12,7 @@ from values import bundle_of
 from pipeline.smoke import run_smoke
 from pipeline.workspace import resolve
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KERNELS = ("rmsnorm", "geglu", "rope", "adaln")
 # Refusing non-contiguous or misaligned inputs with an error is allowed (geglu, rope
 # and adaln's CPU ops ask for contiguous tensors): reported, not failed.
