@@ -70,10 +70,11 @@ def require_out_path(path: Path, kind: OutKind, error: type[PipelineError], opti
     raise error(message, path=str(path), code=code, hint=f"pass {option} {wanted} in a directory you can write to")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> None:
+    """Write `data` to a temporary file (in `tmp_dir`, default beside `path`), fsync, rename into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=tmp_dir or path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -13,7 +13,6 @@ hint the validator's (`name-invalid` in pipeline/data/rules.toml).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -23,6 +22,7 @@ import jinja2
 from pipeline import toml
 from pipeline.errors import InitError
 from pipeline.fsutil import require_out_path, staged_dir
+from pipeline.project.fields import suggest_name
 
 TEMPLATE_ROOT = Path(__file__).parent / "templates" / "init"
 TEMPLATES = ("elementwise", "rowwise")
@@ -61,24 +61,12 @@ def check_name(name: str) -> str:
         return kernels_rust().KernelName(name).python_name
     except ValueError as exc:
         rule = load_rules().get("name-invalid")
-        suggestion = _suggest(name)
+        suggestion = suggest_name(name)
         hint = (f'try "{suggestion}". ' if suggestion else "") + (rule.hint if rule else "")
         # kernels' message spells out the rule ("Name must: - Start with ...").
         lines = [line.strip(" -") for line in str(exc).splitlines() if line.strip()]
         message = lines[0] + (" " + "; ".join(lines[1:]) if len(lines) > 1 else "")
         raise InitError(message, code="name-invalid", hint=hint) from None
-
-
-def _suggest(name: str) -> str:
-    from pipeline.project.rules import kernels_rust
-
-    guess = re.sub(r"[^a-z0-9-]+", "-", name.strip().lower().replace("_", "-"))
-    guess = re.sub(r"^[^a-z]+", "", re.sub(r"-+", "-", guess).strip("-"))
-    try:
-        kernels_rust().KernelName(guess)
-    except ValueError:
-        return ""
-    return guess
 
 
 def _choices(values: Iterable[str], allowed: tuple[str, ...], what: str) -> tuple[str, ...]:

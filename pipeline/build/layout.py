@@ -64,34 +64,30 @@ REGISTRATION_H = """\
 """
 
 
-def ops_py(kernel_id: str) -> str:
-    """`_ops.py`: the op namespace of this build, as kernel-builder writes it."""
+def _ops_module(kernel_id: str, imports_extension: bool) -> str:
+    extension = f"from . import {kernel_id}\n" if imports_extension else "\n"
     return (
         "import torch\n"
-        f"from . import {kernel_id}\n"
-        f"ops = torch.ops.{kernel_id}\n"
+        + extension
+        + f"ops = torch.ops.{kernel_id}\n"
         "\n"
         "\n"
         "def add_op_namespace_prefix(op_name: str) -> str:\n"
         '    """The fully qualified name of `op_name` in this build\'s namespace."""\n'
         f'    return f"{kernel_id}::{{op_name}}"\n'
     )
+
+
+def ops_py(kernel_id: str) -> str:
+    """`_ops.py`: the op namespace of this build, as kernel-builder writes it."""
+    return _ops_module(kernel_id, imports_extension=True)
 
 
 def noarch_ops_py(kernel_id: str) -> str:
     """`_ops.py` of a noarch variant: the ops are registered from Python
     (`torch.library.custom_op(add_op_namespace_prefix(...))`), so there is no
     extension to import."""
-    return (
-        "import torch\n"
-        "\n"
-        f"ops = torch.ops.{kernel_id}\n"
-        "\n"
-        "\n"
-        "def add_op_namespace_prefix(op_name: str) -> str:\n"
-        '    """The fully qualified name of `op_name` in this build\'s namespace."""\n'
-        f'    return f"{kernel_id}::{{op_name}}"\n'
-    )
+    return _ops_module(kernel_id, imports_extension=False)
 
 
 def package_files(package_dir: Path, extensions: tuple[str, ...]) -> list[str]:

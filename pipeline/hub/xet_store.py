@@ -175,17 +175,8 @@ class XetStore:
         return True
 
     def _write(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="put.", dir=self.tmp)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # Temporaries in xet/tmp: a restart clears what a crash left there.
+        atomic_write_bytes(path, data, tmp_dir=self.tmp)
 
     def xorb_index(self, h: bytes) -> list[XorbChunk] | None:
         cached = self._index_cache.get(h)
