@@ -23,6 +23,8 @@ from pipeline import toml
 from pipeline.errors import InitError
 from pipeline.fsutil import require_out_path, staged_dir
 from pipeline.project.fields import suggest_name
+from pipeline.project.rules import kernels_rust, load_rules
+from pipeline.workspace_file import find_workspace
 
 TEMPLATE_ROOT = Path(__file__).parent / "templates" / "init"
 TEMPLATES = ("elementwise", "rowwise")
@@ -55,8 +57,6 @@ class InitResult:
 
 def check_name(name: str) -> str:
     """The Python name of `name`, or InitError with kernels' own rule."""
-    from pipeline.project.rules import kernels_rust, load_rules
-
     try:
         return kernels_rust().KernelName(name).python_name
     except ValueError as exc:
@@ -88,16 +88,12 @@ def _choices(values: Iterable[str], allowed: tuple[str, ...], what: str) -> tupl
 
 def default_out(name: str, cwd: Path | None = None) -> Path:
     """`kernels-src/NAME` in the workspace holding `cwd`, else `./NAME`."""
-    from pipeline.workspace import find_workspace
-
     cwd = Path.cwd() if cwd is None else Path(cwd)
     workspace = find_workspace(cwd)
     return (workspace / "kernels-src" / name) if workspace else (cwd / name)
 
 
 def _namespace(out: Path) -> str:
-    from pipeline.workspace import find_workspace
-
     existing = next((p for p in (out, *out.parents) if p.exists()), Path.cwd())
     workspace = find_workspace(existing)
     if workspace is None:

@@ -28,6 +28,8 @@ import jinja2
 from pipeline import toml
 from pipeline.errors import SkillError
 from pipeline.fsutil import require_out_path, staged_dir
+from pipeline.init import render
+from pipeline.project.rules import RULES_FILE, load_rules
 
 TEMPLATE_DIR = Path(__file__).parent / "templates" / "skill"
 AGENTS = ("claude", "codex", "generic")
@@ -73,16 +75,12 @@ def _environment() -> jinja2.Environment:
 
 def _example_project() -> dict[str, str]:
     """The files `init` writes for `my-kernel` (elementwise), rendered in a scratch directory."""
-    from pipeline.init import render
-
     with tempfile.TemporaryDirectory(prefix="skill-example-") as tmp:
         result = render("my-kernel", "elementwise", Path(tmp) / "my-kernel")
         return {rel: (result.root / rel).read_text(encoding="utf-8") for rel in result.files}
 
 
 def _rules() -> tuple[dict, dict]:
-    from pipeline.project.rules import RULES_FILE, load_rules
-
     meta = toml.loads(RULES_FILE.read_text(encoding="utf-8")).get("meta", {})
     return load_rules(), {"version": meta.get("version", "?"), "kernels": meta.get("kernels", "?")}
 
