@@ -75,6 +75,7 @@ class Card:
     coverage: tuple[OpCoverage, ...] = ()  # what smoke verified, per op
     warnings: tuple[Problem, ...] = ()  # smoke's warnings (weak cases, delegation, declined inputs)
     untested: tuple[str, ...] = ()  # ops published with --allow-untested
+    signatures: tuple[str, ...] = ()  # one line per signed variant (who signed it)
     pipeline_version: str = field(default=__version__)
     trusted: bool | None = None  # the namespace is a trusted publisher (False: users pass trust_remote_code=True)
     consumers: tuple[str, ...] = ()  # the kernels/huggingface_hub releases verify loads it with
@@ -120,7 +121,8 @@ def _context(card: Card) -> dict:
         benchmark_table=card.benchmark_table, kernel_commit=card.kernel_commit, dirty=card.dirty,
         builders=list(card.builders), checks=list(card.checks), forced=list(card.forced),
         pipeline_version=card.pipeline_version, backends=list(card.backends),
-        has_benchmark_section=False, trusted=card.trusted, consumers=list(card.consumers),
+        has_benchmark_section=False, signatures=list(card.signatures), trusted=card.trusted,
+        consumers=list(card.consumers),
         model_table=card.model_table, coverage=list(card.coverage), untested=list(card.untested),
         warnings=[w for w in card.warnings if w.severity == "warning"],
         # The arguments of the get_kernel call users type: the published repository, and
@@ -235,11 +237,12 @@ class CardInputs:
     coverage: tuple[OpCoverage, ...] = ()
     warnings: tuple[Problem, ...] = ()
     untested: tuple[str, ...] = ()
+    signatures: tuple[str, ...] = ()
 
 
 def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks: tuple[str, ...] = (),
                 forced: tuple[str, ...] = (), description: str | None = None, coverage: tuple = (),
-                warnings: tuple = (), untested: tuple[str, ...] = ()) -> CardInputs:
+                warnings: tuple = (), untested: tuple[str, ...] = (), signatures: tuple[str, ...] = ()) -> CardInputs:
     functions: tuple[str, ...] = ()
     layers: tuple[str, ...] = ()
     for v in bundle.variants:
@@ -258,7 +261,7 @@ def card_inputs(bundle: Bundle, kernel: "Kernel | None", version: int, *, checks
         checks=checks, forced=forced, benchmark_table=benchmark_table(root), template=project_template(root),
         has_benchmark=bool(kernel is not None and kernel.benchmarks_dir is not None), description=description,
         consumers=tuple(c.label for c in default_consumers()), model_table=model_table(root),
-        coverage=tuple(coverage), warnings=tuple(warnings), untested=tuple(untested),
+        coverage=tuple(coverage), warnings=tuple(warnings), untested=tuple(untested), signatures=tuple(signatures),
     )
 
 
@@ -277,7 +280,7 @@ def card_maker(inputs: CardInputs, repo_id: str, *, newer_published: bool,
             builders=inputs.builders, checks=inputs.checks, forced=inputs.forced, layers=inputs.layers,
             template=inputs.template, has_benchmark=inputs.has_benchmark, trusted=trusted,
             consumers=inputs.consumers, model_table=inputs.model_table, coverage=inputs.coverage,
-            warnings=inputs.warnings, untested=inputs.untested,
+            warnings=inputs.warnings, untested=inputs.untested, signatures=inputs.signatures,
         ))
 
     return card_for

@@ -68,6 +68,7 @@ class LoadCheck:
     failures: tuple[str, ...] = ()
     trusted: bool | None = None  # get_kernel loaded it without trust_remote_code
     versions: dict | None = None  # kernels, huggingface_hub, torch in the loading process
+    signature: str | None = None  # the downloaded variant's signature: status and who signed it
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -291,6 +292,9 @@ def _report(endpoint: str, repo_id: str, version: int, data: dict, require: Requ
             problems.append(Problem(where, None, "load-failed",
                                     f"get_kernel(version={version}) on this host: {load.message}",
                                     hint="run `python -m pipeline smoke` on the build for the full report"))
+        if load.signature and load.signature.split(":")[0] in ("rejected", "bundle-invalid", "metadata-missing"):
+            problems.append(Problem(where, None, "signature-invalid", f"the downloaded variant's {load.signature}",
+                                    hint="re-sign the variant in the release job (ci/sign.py) and publish again"))
     families = {_family(name) for name in published}
     cells = []
     for item in data.get("cells") or ():
@@ -388,7 +392,7 @@ def _load_and_run(repo_id: str, version: int, cases_file: str | None, seeds: lis
         "ok": True, "variant": variant_dir.name, "kernel_id": loaded.metadata.id if loaded else None,
         "revision": loaded.repo_info.revision if loaded and loaded.repo_info else None,
         "seeds": seeds, "cases": 0, "failed": 0, "message": "", "failures": [],
-        "trusted": trusted, "versions": _versions(),
+        "trusted": trusted, "versions": _versions(), "signature": _signature(variant_dir),
     }
     if load_only:
         result["message"] = "loaded (outputs not checked: --load-only)"
@@ -409,6 +413,18 @@ def _load_and_run(repo_id: str, version: int, cases_file: str | None, seeds: lis
                   message=(f"{len(runs)} case(s) match the float64 reference" if not failures
                            else f"{len(failures)} of {len(runs)} case(s) differ from the reference"))
     return result
+
+
+def _signature(variant_dir: Path) -> str:
+    """`status: card line` of the variant kernels downloaded (checked against this GitHub
+    workflow run's identity inside one, else only read)."""
+    if not (variant_dir / "metadata.json.sigstore").is_file():
+        return "unsigned"
+    from pipeline import signing  # sigstore: only for signed variants
+
+    policy = signing.policy_from_github_env()
+    report = signing.verify_variant(variant_dir, policy) if policy is not None else signing.inspect_variant(variant_dir)
+    return f"{report.status}: {report.card_line()}"
 
 
 UNTRUSTED_MARKS = ("not from a trusted publisher", "could not verify publisher trust")

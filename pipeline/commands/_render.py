@@ -54,6 +54,8 @@ def print_verify(report: VerifyReport, output: Output) -> None:
                       f"id {load.kernel_id or '-'}; {load.message}")
         for failure in load.failures:
             output.result(f"    {failure}")
+        if load.signature:
+            output.result(f"  signature: {load.signature}")
     if report.cells:
         output.result(f"  which published variant kernels picks for a system of each matrix cell "
                       f"(require: {report.require}):")

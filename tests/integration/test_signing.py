@@ -191,3 +191,39 @@ def test_check_reports_who_signed_and_refuses_a_broken_or_foreign_signature(sign
     (tree / VARIANTS[0] / signing.SIGNATURE_FILE).write_text("{not a bundle")
     broken = check_bundle(tree)
     assert not broken.ok and any(p.code == "signature-invalid" and VARIANTS[0] in p.path for p in broken.errors)
+
+
+# --- a signed bundle through publish and verify -------------------------------------
+
+@pytest.mark.slow
+def test_a_signed_variant_is_published_with_its_signature_and_verify_reports_it(tmp_path, sigstore, monkeypatch):
+    """The signature is uploaded beside metadata.json, the card names the signer, and verify
+    reads it from the variant get_kernel downloaded (here not judged: no workflow identity)."""
+    from huggingface_hub import HfApi
+
+    from pipeline.hub import EmbeddedHub
+    from pipeline.publish import PublishRequest, publish
+    from pipeline.target import Target
+    from pipeline.workspace import resolve
+    from test_bundle_support import make_project, make_variant as make_built_variant
+
+    monkeypatch.setenv("PIPELINE_CONSUMERS", "none")
+    for var in ("GITHUB_REPOSITORY", "GITHUB_WORKFLOW_REF"):
+        monkeypatch.delenv(var, raising=False)
+    project = make_project(tmp_path / "tiny")
+    variant = make_built_variant(project / "build")
+    token = sigstore.github_token(REPO_ID, signing.WORKFLOW, REF)
+    with sigstore.signing_context().signer(token) as signer:
+        signing.sign_tree(project / "build", signer)
+    with EmbeddedHub(tmp_path / "hub", port=0, trusted_namespaces=["org"]) as hub:
+        result = publish(PublishRequest(repo_id="org/tiny", kernel=resolve(project)),
+                         Target("--endpoint", hub.endpoint, hub.admin_token))
+        api = HfApi(endpoint=hub.endpoint)
+        files = {f.path for f in api.list_repo_tree("org/tiny", recursive=True, revision="v1", repo_type="kernel")
+                 if hasattr(f, "blob_id")}
+        card = Path(api.hf_hub_download("org/tiny", "README.md", repo_type="kernel",
+                                        cache_dir=tmp_path / "dl")).read_text()
+    name = Path(variant).name
+    assert f"build/{name}/{signing.SIGNATURE_FILE}" in files
+    assert "Signatures (Sigstore" in card and REPO_ID in card
+    assert result.verify.ok and result.verify.load.signature.startswith("present:")
