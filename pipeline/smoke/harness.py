@@ -85,6 +85,7 @@ class Outcome:
     bound: float = 0.0
     messages: list = field(default_factory=list)
     declined: str = ""
+    refused: bool = False  # raised on the first call: a refusal, not a wrong answer
 
     def note(self, err: float, bound: float) -> None:
         if err / max(bound, 1e-300) >= self.worst / max(self.bound, 1e-300):
@@ -276,6 +277,7 @@ def run_seed(op, case: Case, device, seed: int, state: RunState,
         if raised and n == 0 and case.refusable:
             outcome.declined = problems[0]
             break
+        outcome.refused = outcome.refused or (raised and n == 0)
         outcome.messages += [f"call {n + 1} ({_CALLS[n]}; poison: {mode}): {p}" for p in problems]
         if raised or outs is None:
             break
@@ -297,4 +299,4 @@ def _result(case: Case, seed: int, outcome: Outcome) -> CaseResult:
                                                  if len(messages) > MAX_MESSAGES else "")
     error = outcome.worst if outcome.bound else None
     return CaseResult(case.name, case.op, seed, "values", not messages, error, outcome.bound or None, text,
-                      contract=case.contract)
+                      contract=case.contract, refused=outcome.refused)

@@ -21,6 +21,7 @@ class CaseResult:
     message: str = ""
     contract: str | None = None  # the family whose case this is; None: the project's own case
     declined: bool = False  # the op refused an input a correct kernel may refuse (passed, reported)
+    refused: bool = False  # the op raised on its first call (not a wrong answer)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,9 +172,33 @@ def execute(module, device, project: list[Case], bindings: dict, seeds: tuple[in
         for n, case in enumerate(cases):
             report(Event("progress", case.name, n, len(cases), stage="smoke"))
             _run_one(ops, case, device, seeds, state, op_checks, ex)
+    ex.results[:] = dtype_refusals_declined(ex.results, cases)
     if profile:
         _profile(ops, ex, device, seeds[0])
     return ex
+
+
+def dtype_refusals_declined(results: list[CaseResult], cases: list[Case]) -> list[CaseResult]:
+    """A kernel may support fewer dtypes than a contract samples: when an op refuses (raises on)
+    every contract case of one dtype, and answers correctly in another dtype, those cases are
+    declined (reported), not failed. An op that refuses everything still fails."""
+    dtype_of = {c.name: c.dtype for c in cases if c.contract is not None and c.dtype}
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(results):
+        if r.check == "values" and r.name in dtype_of:
+            groups.setdefault((r.op, dtype_of[r.name]), []).append(i)
+    out = list(results)
+    for (op, dtype), idx in groups.items():
+        idx = [i for i in idx if not results[i].declined]  # e.g. an empty batch it declined already
+        if not idx or not all(results[i].refused for i in idx):
+            continue
+        answered = any(results[i].passed and not results[i].declined and not results[i].refused
+                       for (o, d), others in groups.items() if o == op and d != dtype for i in others)
+        if answered:
+            for i in idx:
+                out[i] = replace(results[i], passed=True, declined=True,
+                                 message=f"declined: {dtype} refused: {results[i].message}")
+    return out
 
 
 def _bindings(cli: tuple[tuple[str, str], ...], workspace: tuple[tuple[str, str], ...]) -> dict:

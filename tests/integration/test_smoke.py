@@ -439,8 +439,9 @@ def test_planted_flaw_is_caught(plant, expect):
     failed = [r for r in report.failures if r.op == "rms_norm"]
     assert failed and all(expect in r.message for r in failed), [r.message for r in failed][:3]
     assert not any(r.op == "fused_add_rms_norm" for r in report.failures), "only rms_norm has the flaw"
-    if plant == "shortcut-large":  # only the benchmark-sized contract cases, on the CPU
-        assert {r.name.split("/")[2] for r in failed} == {"1024x4096"}
+    if plant == "shortcut-large":  # only the benchmark-sized cases (>= 4M elements), on the CPU
+        sizes = {r.name.split("/")[2] for r in failed}
+        assert sizes and all(math.prod(int(d) for d in s.split("x")) >= 4 << 20 for s in sizes), sizes
 
 
 @pytest.mark.slow
