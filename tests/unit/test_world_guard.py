@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 
 import pipeline.build
+from pipeline.project import load_project
 from world_guard import WorldTouched
 
 
@@ -22,5 +24,7 @@ def test_the_network_is_refused():
 
 
 def test_a_build_is_refused(tmp_path):
-    with pytest.raises(WorldTouched, match="build"):
-        pipeline.build.build_project(None, tmp_path)
+    project = load_project(Path(__file__).resolve().parents[1] / "fixtures" / "tiny-add")
+    with pytest.raises(WorldTouched, match="start a process"):
+        pipeline.build.build_project(project, tmp_path / "out", backend="local")
+    assert not (tmp_path / "out").exists()
