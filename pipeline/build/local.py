@@ -25,6 +25,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -122,34 +123,56 @@ def _gencode(arch: str) -> list[str]:
     return flags
 
 
-def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
-    """build.ninja in `work`; returns the library it links. Ninja runs in the
-    project root (`run_ninja`), so sources and the project's include directories
-    reach the compilers as relative paths, as they would in any checkout; nvcc
-    in particular writes its input's path into the fatbinary and the line table."""
+# The rules of every build.ninja we write; the per-build values follow them.
+NINJA_RULES = """\
+rule cxx
+  command = $cxx -MMD -MF $out.d $flags -c $in -o $out
+  depfile = $out.d
+  deps = gcc
+  description = compile $desc
+
+rule cuda
+  command = $nvcc --generate-dependencies-with-compile --dependency-output $out.d $flags -c $in -o $out
+  depfile = $out.d
+  deps = gcc
+  description = compile $desc
+
+rule link
+  command = $cxx $in $ldflags -o $out
+  description = link $desc
+"""
+
+
+@dataclass(frozen=True)
+class Flags:
+    """What every compile and the link of one build share."""
+
+    includes: tuple[str, ...]
+    cxx: tuple[str, ...]
+    nvcc: tuple[str, ...]
+    link: tuple[str, ...]
+
+
+def _torch_paths() -> tuple[list[str], list[str]]:
+    import torch.utils.cpp_extension as cpp_ext
+
+    try:
+        return cpp_ext.include_paths("cpu"), cpp_ext.library_paths("cpu")
+    except TypeError:  # torch < 2.6: include_paths(cuda: bool)
+        return cpp_ext.include_paths(False), cpp_ext.library_paths(False)
+
+
+def _flags(project: "KernelProject", plan: Plan, work: Path, gen: Path) -> Flags:
     import torch
     import torch.utils.cpp_extension as cpp_ext
 
-    root = project.root.resolve()
-    work = work.resolve()
-    gen = work / "include"
-    gen.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(gen / "registration.h", layout.REGISTRATION_H)
-    try:
-        torch_includes = cpp_ext.include_paths("cpu")
-        torch_libs = cpp_ext.library_paths("cpu")
-    except TypeError:  # torch < 2.6: include_paths(cuda: bool)
-        torch_includes = cpp_ext.include_paths(False)
-        torch_libs = cpp_ext.library_paths(False)
+    torch_includes, torch_libs = _torch_paths()
     std = "c++17" if version_key(plan.variant.torch) < (2, 12) else "c++20"
-    abi = int(torch.compiled_with_cxx11_abi())
     defines = [f"-DTORCH_EXTENSION_NAME={plan.kernel_id}", "-DPy_LIMITED_API=0x03090000",
-               f"-D_GLIBCXX_USE_CXX11_ABI={abi}"]
+               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}"]
     defines += ["-DCPU_KERNEL"] if plan.variant.backend == "cpu" else ["-DUSE_CUDA=1", "-DCUDA_KERNEL"]
-    includes = [str(gen)]
-    if (root / "csrc").is_dir():
-        includes.append("csrc")
-    includes += [*torch_includes, sysconfig.get_paths()["include"]]
+    includes = [str(gen), *(["csrc"] if (project.root / "csrc").is_dir() else []),
+                *torch_includes, sysconfig.get_paths()["include"]]
     cuda_home = toolchain.find_cuda_home() if plan.variant.backend == "cuda" else None
     if cuda_home:
         includes.append(str(cuda_home / "include"))
@@ -158,11 +181,10 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
         includes += [str(p) for p in sorted((_torch_dir().parent / "nvidia").glob("*/include")) if p.is_dir()]
     cxx = plan.tools["cxx-path"]
     # The project and the work directory (generated headers) by stable names: same bytes at any path.
-    remap = toolchain.prefix_map_flags({root: project.name, work.resolve(): "kernel-pipeline-build"})
+    remap = toolchain.prefix_map_flags({project.root.resolve(): project.name, work: "kernel-pipeline-build"})
     cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines, *remap]
     if "clang" not in plan.tools["cxx"].lower():
         cxx_common.append("-fno-gnu-unique")
-    jobs = _jobs()
     nvcc_common = [f for f in cpp_ext.COMMON_NVCC_FLAGS if f not in NO_HALF] + [
         "-DENABLE_FP8", "-O3", "-DNDEBUG", f"-std={std}", "-ccbin", cxx, "-Xcompiler", "-fPIC", *defines,
         *toolchain.host_compiler_flags(remap)]
@@ -170,55 +192,61 @@ def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
     if cuda_home:
         ldflags += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
     ldflags += toolchain.shared_libstdcxx_args(cxx)
+    return Flags(tuple(includes), tuple(cxx_common), tuple(nvcc_common), tuple(ldflags))
 
-    lines = [
-        "ninja_required_version = 1.3",
-        f"builddir = {_ninja_escape_path(str(work))}",  # ninja's logs stay out of the project
-        f"cxx = {_cmd([cxx])}",
-        f"nvcc = {_cmd([plan.tools.get('nvcc-path', 'nvcc')])}",
-        "",
-        "rule cxx",
-        "  command = $cxx -MMD -MF $out.d $flags -c $in -o $out",
-        "  depfile = $out.d",
-        "  deps = gcc",
-        "  description = compile $desc",
-        "",
-        "rule cuda",
-        "  command = $nvcc --generate-dependencies-with-compile --dependency-output $out.d $flags -c $in -o $out",
-        "  depfile = $out.d",
-        "  deps = gcc",
-        "  description = compile $desc",
-        "",
-        "rule link",
-        "  command = $cxx $in $ldflags -o $out",
-        "  description = link $desc",
-        "",
-    ]
-    objects = []
+
+def _compile_lines(plan: Plan, flags: Flags, work: Path) -> tuple[list[str], list[str]]:
+    """(build lines, object paths) for every compile unit of the plan."""
+    lines, objects = [], []
+    jobs = _jobs()
     for index, unit in enumerate(plan.units):
         obj = str(work / "obj" / f"{index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', unit.source)}.o")
         objects.append(obj)
-        unit_includes = [f"-I{i}" for i in (*unit.includes, *includes)]
+        unit_includes = [f"-I{i}" for i in (*unit.includes, *flags.includes)]
         # GCC's per-file "random" names (e.g. of static initialisers) from the path, not from chance.
         seed = [f"-frandom-seed={unit.source}"]
         if unit.language == "cuda":
             gencode = [g for a in unit.archs for g in _gencode(a)]
             threads = ["--threads", str(max(1, min(jobs, len(unit.archs))))] if len(unit.archs) > 1 else []
-            flags = [*nvcc_common, *toolchain.host_compiler_flags(seed), *threads, *gencode, *unit_includes,
-                     *unit.flags]
+            unit_flags = [*flags.nvcc, *toolchain.host_compiler_flags(seed), *threads, *gencode, *unit_includes,
+                          *unit.flags]
         else:
-            flags = [*cxx_common, *seed, *unit_includes, *unit.flags]
+            unit_flags = [*flags.cxx, *seed, *unit_includes, *unit.flags]
         lines += [f"build {_ninja_escape_path(obj)}: {unit.language} {_ninja_escape_path(unit.source)}",
-                  f"  flags = {_cmd(flags)}", f"  desc = {unit.source}", ""]
+                  f"  flags = {_cmd(unit_flags)}", f"  desc = {unit.source}", ""]
+    return lines, objects
+
+
+def write_ninja(project: "KernelProject", plan: Plan, work: Path) -> Path:
+    """build.ninja in `work`; returns the library it links. Ninja runs in the
+    project root (`run_ninja`), so sources and the project's include directories
+    reach the compilers as relative paths, as they would in any checkout; nvcc
+    in particular writes its input's path into the fatbinary and the line table."""
+    work = work.resolve()
+    gen = work / "include"
+    gen.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(gen / "registration.h", layout.REGISTRATION_H)
+    flags = _flags(project, plan, work, gen)
+    lines = [
+        "ninja_required_version = 1.3",
+        f"builddir = {_ninja_escape_path(str(work))}",  # ninja's logs stay out of the project
+        f"cxx = {_cmd([plan.tools['cxx-path']])}",
+        f"nvcc = {_cmd([plan.tools.get('nvcc-path', 'nvcc')])}",
+        "",
+        *NINJA_RULES.splitlines(),
+        "",
+    ]
+    compiles, objects = _compile_lines(plan, flags, work)
+    lines += compiles
     if sys.platform.startswith("linux"):
         compat = gen / "manylinux_compat.cpp"
         atomic_write_text(compat, MANYLINUX_COMPAT)
         objects.append(str(work / "obj" / "manylinux_compat.o"))
         lines += [f"build {_ninja_escape_path(objects[-1])}: cxx {_ninja_escape_path(str(compat))}",
-                  f"  flags = {_cmd(cxx_common)}", "  desc = manylinux_compat.cpp", ""]
+                  f"  flags = {_cmd(list(flags.cxx))}", "  desc = manylinux_compat.cpp", ""]
     library = work / f"{plan.kernel_id}.abi3.so"
     lines += [f"build {_ninja_escape_path(str(library))}: link {' '.join(_ninja_escape_path(o) for o in objects)}",
-              f"  ldflags = {_cmd(ldflags)}", f"  desc = {library.name}", "",
+              f"  ldflags = {_cmd(list(flags.link))}", f"  desc = {library.name}", "",
               f"default {_ninja_escape_path(str(library))}", ""]
     atomic_write_text(work / "build.ninja", "\n".join(lines))
     return library
