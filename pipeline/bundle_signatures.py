@@ -24,12 +24,10 @@ def check_signatures(bundle: "Bundle", policy=None, *, verifier=None) -> tuple[t
         return (), []
     from pipeline import signing  # sigstore is heavy: only for trees that hold signatures
 
-    policy = policy if policy is not None else signing.policy_from_github_env()
     reports, problems = [], []
     for v in signed:
         rel = f"{bundle.root.name}/{v.name}/{SIGNATURE_FILE}"
-        report = (signing.verify_variant(v.path, policy, verifier=verifier) if policy is not None
-                  else signing.inspect_variant(v.path))
+        report = signing.check_variant(v.path, policy, verifier=verifier)
         reports.append(report)
         if report.status in ("rejected", "bundle-invalid", "metadata-missing"):
             problems.append(Problem(rel, None, "signature-invalid", f"signature {report.status}: {report.reason}",

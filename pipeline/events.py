@@ -48,5 +48,3 @@ def staged(report: Reporter, stage: str) -> Reporter:
     return forward
 
 
-def step(report: Reporter, stage: str, message: str) -> None:
-    report(Event("step", message, stage=stage))

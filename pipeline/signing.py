@@ -240,3 +240,13 @@ def verify_variant(variant_dir: Path, policy: VerificationPolicy, *, verifier: V
                                                                      if expected else "")
         return SignatureReport(name, "rejected", reason, identity, log_index)
     return SignatureReport(name, "verified", identity=identity, log_index=log_index)
+
+
+def check_variant(variant_dir: Path, policy: VerificationPolicy | None = None, *,
+                  verifier: Verifier | None = None) -> SignatureReport:
+    """The one judgement every stage makes of a variant's signature: against `policy`, by default
+    this GitHub workflow run's identity when inside one; otherwise only read (status `present`)."""
+    policy = policy if policy is not None else policy_from_github_env()
+    if policy is None:
+        return inspect_variant(variant_dir)
+    return verify_variant(variant_dir, policy, verifier=verifier)

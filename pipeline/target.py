@@ -55,10 +55,6 @@ class Target:
                 "hub_root": str(self.hub_root) if self.hub_root else None, "hub_port": self.hub_port}
 
 
-def is_hugging_face(endpoint: str) -> bool:
-    return endpoint.rstrip("/") in (HF_HUB_ENDPOINT, "https://hf.co")
-
-
 def configured_token(env: dict | None = None) -> str | None:
     """`HF_TOKEN`, or the token `hf auth login` stored."""
     env = os.environ if env is None else env

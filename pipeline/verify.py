@@ -422,8 +422,7 @@ def _signature(variant_dir: Path) -> str:
         return "unsigned"
     from pipeline import signing  # sigstore: only for signed variants
 
-    policy = signing.policy_from_github_env()
-    report = signing.verify_variant(variant_dir, policy) if policy is not None else signing.inspect_variant(variant_dir)
+    report = signing.check_variant(variant_dir)
     return f"{report.status}: {report.card_line()}"
 
 

@@ -10,7 +10,6 @@ strided, transposed and misaligned storage, and empty batches.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -155,5 +154,3 @@ def weight(gen: torch.Generator, n: int, sample: Sample, device: torch.device) -
     return values(gen, (n,), scale=uniform(gen, 0.5, 2.0)).to(device=device, dtype=sample.torch_dtype)
 
 
-def rows_of(shape: tuple[int, ...]) -> int:
-    return math.prod(shape[:-1]) if shape else 1

@@ -106,10 +106,6 @@ class Repository:
     def branch_head(self, branch: str) -> str | None:
         return self._ref(f"refs/heads/{branch}")
 
-    def tag_target(self, tag: str) -> str | None:
-        sha = self._ref(f"refs/tags/{tag}")
-        return None if sha is None else self.peel(sha)
-
     def resolve(self, revision: str) -> str:
         """A branch, tag, full ref name or full commit id -> commit id (RevisionNotFound otherwise)."""
         if is_commit_id(revision):

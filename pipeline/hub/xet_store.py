@@ -122,10 +122,6 @@ class XetStore:
             n += 1
         return n
 
-    def stored_bytes(self) -> int:
-        """Bytes of chunk data and indexes on disk (what content costs to keep)."""
-        return sum(p.stat().st_size for p in self.dir.rglob("*") if p.is_file())
-
     # -- xorbs ---------------------------------------------------------------------------
     def xorb_path(self, h: bytes) -> Path:
         return _fanout(self.xorbs, h, ".xorb")
