@@ -190,18 +190,23 @@ def model_table(project_root: Path | None) -> str | None:
     """The recorded model-check figures (`benchmarks/results/model-*.json`, as
     `verify --model NAME --json` writes them) as one Markdown table, if any."""
     results_dir = Path(project_root) / "benchmarks" / "results" if project_root is not None else None
-    rows = []
+    rows, commands = [], []
     for path in sorted(results_dir.glob(MODEL_RESULTS)) if results_dir is not None and results_dir.is_dir() else ():
         try:
-            models = json.loads(path.read_text(encoding="utf-8")).get("models") or []
-            rows += [_model_row(m, c) for m in models for c in m.get("cases") or ()]
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            models = doc.get("models") or []
+            found = [_model_row(m, c) for m in models for c in m.get("cases") or ()]
         except (ValueError, AttributeError, KeyError, TypeError):  # a malformed file must not stop a publish
             continue
+        rows += found
+        # A recorded run says how it was made (the recorder adds `command`, as bench records carry theirs).
+        if found and isinstance(doc.get("command"), str):
+            commands.append(f"Measured with `{doc['command']}`" + (f" ({doc['created']})." if doc.get("created") else "."))
     if not rows:
         return None
     head = ("| model | device | consumer | tokens | modules swapped | forward before -> after (ms) | speedup "
             "| error vs float32: stock -> kernel |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    return "\n".join([head, *rows])
+    return "\n".join([head, *rows]) + "".join(f"\n\n{c}" for c in commands)
 
 
 def _model_row(m: dict, c: dict) -> str:

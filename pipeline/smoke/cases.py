@@ -102,6 +102,9 @@ def project_case(case: dict) -> Case:
     """A case-file dict as a `Case`: its reference sees the outputs NaN-filled."""
     outputs = tuple(case["outputs"])
     returns = int(case.get("returns", 0))
+    # Outputs that are also inputs (an in-place op's x): never poisoned, and
+    # the reference sees their drawn values.
+    inplace = tuple(case.get("inplace", ()))
 
     def make(device, gen) -> Call:
         import torch
@@ -111,6 +114,8 @@ def project_case(case: dict) -> Case:
         def reference() -> dict:
             ref_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
             for i in outputs:
+                if i in inplace:
+                    continue
                 if isinstance(ref_args[i], torch.Tensor) and ref_args[i].is_floating_point():
                     ref_args[i].fill_(float("nan"))
             return {str(k): r for k, r in enumerate(case["reference"](*ref_args))}
@@ -122,8 +127,8 @@ def project_case(case: dict) -> Case:
                 out[str(len(outputs) + j)] = values[j]
             return out
 
-        floating = tuple(i for i in outputs if isinstance(args[i], torch.Tensor))
-        return Call(args=args, poison=floating, written=outputs + tuple(case.get("inplace", ())), read=read,
+        floating = tuple(i for i in outputs if isinstance(args[i], torch.Tensor) and i not in inplace)
+        return Call(args=args, poison=floating, written=outputs + inplace, read=read,
                     reference=reference)
 
     return Case(name=case["name"], op=case["op"], make=make, bound=lambda dtype: project_bound(dtype, case),

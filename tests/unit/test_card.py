@@ -63,6 +63,12 @@ def test_recorded_model_figures_go_into_the_card_and_not_into_the_benchmark_tabl
     assert "| qwen3 (4 layers, hidden 4096, bfloat16) | NVIDIA H200 | kernels 0.16.2 + transformers 5.17.0 | 2048 | 17 |" \
         in table
     assert "8.43 -> 7.05 | 1.20x | 0.0223 -> 0.0198 |" in table
+    assert "Measured with" not in table  # no command recorded, none claimed
+    doc = {**_model_doc(), "command": "python -m pipeline verify my-org/thing --model qwen3", "created": "2026-12-01"}
+    (results / "model-h200.json").write_text(json.dumps(doc))
+    with_command = model_table(tmp_path)
+    assert with_command.endswith("Measured with `python -m pipeline verify my-org/thing --model qwen3` (2026-12-01).")
+    (results / "model-h200.json").write_text(json.dumps(_model_doc()))
     text = _card(None, model_table=table)
     assert "## In a model" in text and table in text
     (results / "model-broken.json").write_text("{")

@@ -11,6 +11,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <ATen/DeviceGuard.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +33,12 @@ void launch(T* out, const T* x, const TC* scale, const TC* shift, const adaln_cu
   // Tuning builds only (scripts/gpu/sweep.py): ADALN_CONFIG = "vpt,tx,ty".
   if (const char* e = std::getenv("ADALN_CONFIG")) std::sscanf(e, "%d,%d,%d", &fv, &ftx, &fty);
 #endif
-  const auto c = adaln_cuda::choose_config(p.rows, p.D, (int)sizeof(T), aligned, fv, ftx, fty);
+  auto c = adaln_cuda::choose_config(p.rows, p.D, (int)sizeof(T), aligned, fv, ftx, fty);
+  // Modulation rows loaded early only for launches of at most one wave of
+  // resident threads (2048 per multiprocessor), and where it fits (early_fits).
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  c.early = c.kind == 0 && c.vpt <= 4 && c.vpt * (int)sizeof(TC) <= 8 &&
+            c.grid * c.tx * c.ty <= sms * 2048;
   C10_CUDA_CHECK((adaln_cuda::launch<T, TC, RMS>(out, x, scale, shift, p, c, stream)));
 }
 

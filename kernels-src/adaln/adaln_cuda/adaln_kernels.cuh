@@ -22,8 +22,25 @@ struct Params {
   float eps;
 };
 
+// 32-bit where the operands fit (a 64-bit division is a ~70-instruction
+// subroutine on the row's critical path: NOTES.md, issue 19's small shapes).
 __device__ __forceinline__ int64_t mod_row(int64_t row, const Params& p) {
-  return p.M == p.rows ? row : (row / p.seq) % p.M;
+  if (p.M == p.rows) return row;
+  if (p.M == 1) return 0;
+  if (p.rows <= 0x7fffffff && p.seq <= 0x7fffffff && p.M <= 0x7fffffff)
+    return (static_cast<uint32_t>(row) / static_cast<uint32_t>(p.seq)) % static_cast<uint32_t>(p.M);
+  return (row / p.seq) % p.M;
+}
+
+// EARLY: the modulation rows (scale, shift) are loaded into registers before
+// the row sums, so that their latency overlaps the reductions instead of
+// following them. Only for launches of at most one wave of resident threads
+// (early_wanted), where no other warp hides that latency: on the H200 it took
+// 1x384x2048 from 7.12 to 6.30 us, and cost 20 % at 2x16384x2048 (the extra
+// registers), where many waves hide it anyway (NOTES.md, version 3).
+template <typename T, typename TC, int VPT>
+constexpr bool early_fits() {
+  return VPT * sizeof(TC) <= 8;  // at most 8 more registers per pack of x
 }
 
 // Sum over the TX threads of a row group (blockDim = (TX, TY)). TX <= 32:
@@ -61,7 +78,7 @@ __device__ __forceinline__ void opaque(Pack16<T>& pk) {
 // The row's packs stay packed in registers (4 registers per pack whatever T
 // is) and are widened at each use: kept as floats, 8 packs of bf16 took 127
 // registers per thread (103 with packs the compiler still widened once).
-template <typename T, typename TC, bool RMS, int VPT>
+template <typename T, typename TC, bool RMS, int VPT, bool EARLY>
 __global__ void __launch_bounds__(256) adaln_rows(T* __restrict__ out, const T* __restrict__ x,
                                                   const TC* __restrict__ scale, const TC* __restrict__ shift,
                                                   Params p) {
@@ -77,6 +94,26 @@ __global__ void __launch_bounds__(256) adaln_rows(T* __restrict__ out, const T* 
   for (int k = 0; k < VPT; ++k) {
     const int c = k * TX + tx;
     if (live && c < packs) v[k] = xr[c];
+  }
+  const int64_t m = live ? mod_row(row, p) : 0;
+  const TC* sc = scale + m * p.D;
+  const TC* sh = shift + m * p.D;
+  constexpr bool kEarly = EARLY && early_fits<T, TC, VPT>();
+  // R: packs of TC per pack of x (fp32 tables beside bf16 x: 2).
+  constexpr int R = sizeof(TC) >= sizeof(T) ? sizeof(TC) / sizeof(T) : 1;
+  Pack16<TC> es[kEarly ? VPT * R : 1], eb[kEarly ? VPT * R : 1];
+  if constexpr (kEarly) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int c = k * TX + tx;
+      if (live && c < packs) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          es[k * R + r] = reinterpret_cast<const Pack16<TC>*>(sc + (int64_t)c * N)[r];
+          eb[k * R + r] = reinterpret_cast<const Pack16<TC>*>(sh + (int64_t)c * N)[r];
+        }
+      }
+    }
   }
   int parity = 0;
   const float inv_d = 1.f / (float)p.D;
@@ -112,9 +149,6 @@ __global__ void __launch_bounds__(256) adaln_rows(T* __restrict__ out, const T* 
   }
   const float rstd = rsqrtf(row_sum(sq, red, parity) * inv_d + p.eps);
   if (!live) return;
-  const int64_t m = mod_row(row, p);
-  const TC* sc = scale + m * p.D;
-  const TC* sh = shift + m * p.D;
   T* orow = out + row * p.D;
 #pragma unroll
   for (int k = 0; k < VPT; ++k) {
@@ -123,8 +157,17 @@ __global__ void __launch_bounds__(256) adaln_rows(T* __restrict__ out, const T* 
       float f[N], s[N], b[N], o[N];
       opaque(v[k]);
       unpack(v[k], f);
-      load_float<N>(sc + (int64_t)c * N, s);
-      load_float<N>(sh + (int64_t)c * N, b);
+      if constexpr (kEarly) {
+        constexpr int NC = Pack16<TC>::N;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          s[i] = to_float(es[k * R + i / NC].v[i % NC]);
+          b[i] = to_float(eb[k * R + i / NC].v[i % NC]);
+        }
+      } else {
+        load_float<N>(sc + (int64_t)c * N, s);
+        load_float<N>(sh + (int64_t)c * N, b);
+      }
 #pragma unroll
       for (int i = 0; i < N; ++i) o[i] = (f[i] - mean) * rstd * (1.0f + s[i]) + b[i];
       store_float<N>(orow + (int64_t)c * N, o);
@@ -180,6 +223,7 @@ __global__ void __launch_bounds__(256) adaln_scalar(T* __restrict__ out, const T
 struct Config {
   int kind, vpt, tx, ty;
   int64_t grid;
+  bool early = false;  // adaln_rows<..., EARLY>: see early_fits
 };
 
 inline int pow2_ceil(int v) {
@@ -243,12 +287,20 @@ inline cudaError_t launch(T* out, const T* x, const TC* scale, const TC* shift, 
     return cudaGetLastError();
   }
   const dim3 grid((unsigned)c.grid), block(c.tx, c.ty);
+  if (c.early) {
+    switch (c.vpt) {
+      case 1: adaln_rows<T, TC, RMS, 1, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+      case 2: adaln_rows<T, TC, RMS, 2, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+      default: adaln_rows<T, TC, RMS, 4, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    }
+    return cudaGetLastError();
+  }
   switch (c.vpt) {
-    case 1: adaln_rows<T, TC, RMS, 1><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    case 2: adaln_rows<T, TC, RMS, 2><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    case 4: adaln_rows<T, TC, RMS, 4><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    case 6: adaln_rows<T, TC, RMS, 6><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    default: adaln_rows<T, TC, RMS, 8><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    case 1: adaln_rows<T, TC, RMS, 1, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    case 2: adaln_rows<T, TC, RMS, 2, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    case 4: adaln_rows<T, TC, RMS, 4, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    case 6: adaln_rows<T, TC, RMS, 6, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    default: adaln_rows<T, TC, RMS, 8, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
   }
   return cudaGetLastError();
 }

@@ -59,6 +59,11 @@ def _case(group: str, norm: str, batch: int, tokens: int, hidden: int) -> dict:
 
 
 def bench_cases() -> list[dict]:
-    cases = [_case("LTX-Video", "rms", 1, 6144, 2048), _case("LTX-Video", "rms", 2, 16384, 2048)]
+    # LTX-Video: a 121-frame 512x768 video (6144 latent tokens), two of 16384, and
+    # a short low-resolution clip (25 frames at 256x384: 4x8x12 = 384 tokens).
+    cases = [_case("LTX-Video", "rms", 1, 6144, 2048), _case("LTX-Video", "rms", 2, 16384, 2048),
+             _case("LTX-Video", "rms", 1, 384, 2048)]
+    # PixArt at 1024 px (4096 tokens) and DiT-XL/2 at 256 px (256 tokens), batches of 2 and 8.
     cases += [_case("DiT-XL/PixArt", "layer", b, 4096, 1152) for b in (2, 8)]
+    cases += [_case("DiT-XL/2 256px", "layer", b, 256, 1152) for b in (2, 8)]
     return cases

@@ -5,8 +5,9 @@ Shapes (bf16 x):
   [B, F*H*W, 2048] (a 121-frame 512x768 video is 16x16x24 = 6144 latent
   tokens), interleaved pairs. Baseline: diffusers' `apply_rotary_emb` for
   LTX-Video (unflatten, unbind, stack, then `x.float() * cos + rot * sin`).
-- Qwen3-8B 1D text: q [1, 32, S, 128] with transformers' per-sample tables
-  [1, 1, S, 128] in bf16, rotate_half. Baseline: transformers'
+- Qwen3-8B / Llama-3-8B 1D text: q [1, 32, S, 128] and k [1, 8, S, 128] with
+  transformers' per-sample tables [1, 1, S, 128] in bf16, rotate_half; decode
+  q [B, 32, 1, 128] with [B, 1, 1, 128]. Baseline: transformers'
   `q * cos + rotate_half(q) * sin`.
 Each baseline is also measured through torch.compile.
 """
@@ -83,7 +84,7 @@ def _text_case(seq: int, heads: int = 32, head_dim: int = 128) -> dict:
     nbytes = 2 * heads * seq * head_dim * DTYPE.itemsize + 2 * seq * head_dim * DTYPE.itemsize
     return {
         "name": f"rope/qwen3/1x{heads}x{seq}x{head_dim}",
-        "op": "rope 1D (Qwen3-8B q)",
+        "op": f"rope 1D (Qwen3-8B {'q' if heads == 32 else 'k'})",
         "group": "Qwen3-8B",
         "shape": f"1x{heads}x{seq}x{head_dim}",
         "dtype": "bfloat16",
@@ -93,5 +94,39 @@ def _text_case(seq: int, heads: int = 32, head_dim: int = 128) -> dict:
     }
 
 
+def _decode_case(batch: int, heads: int = 32, head_dim: int = 128) -> dict:
+    # One new position per sequence: q [B, 32, 1, 128] with each sample's own
+    # table row [B, 1, 1, 128], as transformers' rotary embedding hands it over.
+    def setup(kernel, device):
+        g = torch.Generator(device=device).manual_seed(batch * 29 + heads)
+        q = torch.randn(batch, heads, 1, head_dim, generator=g, device=device, dtype=DTYPE)
+        angles = torch.rand(batch, 1, head_dim // 2, generator=g, device=device) * 6.283
+        emb = torch.cat([angles, angles], dim=-1)
+        cos = emb.cos().to(DTYPE)[:, None]
+        sin = emb.sin().to(DTYPE)[:, None]
+        out = torch.empty_like(q)
+        compiled = torch.compile(transformers_rope, dynamic=False, fullgraph=True)
+        return {
+            "kernel": lambda: kernel.apply_rotary_emb(q, cos, sin, interleaved=False, out=out),
+            "transformers eager": lambda: transformers_rope(q, cos, sin),
+            "torch.compile": lambda: compiled(q, cos, sin),
+        }
+
+    nbytes = 2 * batch * heads * head_dim * DTYPE.itemsize + 2 * batch * head_dim * DTYPE.itemsize
+    return {
+        "name": f"rope/qwen3/decode/{batch}x{heads}x1x{head_dim}",
+        "op": "rope 1D (Qwen3-8B q, decode)",
+        "group": "Qwen3-8B decode",
+        "shape": f"{batch}x{heads}x1x{head_dim}",
+        "dtype": "bfloat16",
+        "bytes": nbytes,
+        "setup": setup,
+        "baselines": ("transformers eager", "torch.compile"),
+    }
+
+
 def bench_cases() -> list[dict]:
-    return [_ltx_case(1, 6144), _ltx_case(2, 16384), _text_case(4096), _text_case(16384)]
+    # Qwen3-8B and Llama-3-8B share the text shapes: 32 query heads and 8 key/value heads of 128.
+    return [_ltx_case(1, 6144), _ltx_case(2, 16384), _text_case(4096), _text_case(16384), _text_case(4096, heads=8)] + [
+        _decode_case(b) for b in (1, 8, 64)
+    ]

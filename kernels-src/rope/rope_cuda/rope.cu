@@ -96,6 +96,105 @@ __global__ void rope_vec_kernel(T* out, const T* x, const TC* __restrict__ cos, 
   }
 }
 
+// The rows as a slab grid, for the launches whose index arithmetic bounds the
+// flat kernel (NOTES.md, version 3: five 64-bit divisions per 16-byte pack, on
+// the critical path of a decode step and ~8 % of a text prefill). Row
+// t = (o * mid + m) * inner + i holds G = C / D heads; blockIdx.z = o, and the
+// block's y threads pick head-rows: (i, g) of chunk blockIdx.x with
+// m = blockIdx.y, or, where a slab has a single head-row (inner * G == 1, a
+// decode step), m itself. threadIdx.x walks the head's 16-byte packs. The
+// table row is o * o_stride + i, wrapped modulo R only where the host could
+// not rule out running past it: no division per pack.
+struct Slab {
+  int64_t rows, C, D, R, inner, mid, o_stride;
+  int G;
+  bool wrap, y_is_mid;
+};
+
+// How a thread covers rotate_half's pairs (j, j + D/2): SPLIT computes one
+// output pack (reading x at j and at its partner, which the partner's thread
+// reads too: half the registers of PAIR, twice the resident threads); PAIR
+// computes both, reading both before writing either, as in place needs.
+enum class Pairing { kInterleaved, kSplit, kPair };
+
+// I: the index type, int32_t where every offset of x and of the tables fits
+// (fewer instructions per pack; the host checks), int64_t otherwise.
+template <typename T, typename TC, Pairing P, typename I>
+__global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, const TC* __restrict__ cos,
+                                                        const TC* __restrict__ sin, Slab s) {
+  constexpr int N = Pack16<T>::N;
+  // Fits 32 bits: the host launches this kernel only for inner * G (or mid) < 2^31.
+  const unsigned q = blockIdx.x * blockDim.y + threadIdx.y;
+  unsigned i = 0, g = 0;
+  I m;
+  if (s.y_is_mid) {
+    if (q >= static_cast<unsigned>(s.mid)) return;
+    m = q;
+  } else {
+    if (q >= static_cast<unsigned>(s.inner * s.G)) return;
+    i = q;
+    if (s.G > 1) {
+      i = q / static_cast<unsigned>(s.G);
+      g = q - i * static_cast<unsigned>(s.G);
+    }
+    m = blockIdx.y;
+  }
+  const I t = (static_cast<I>(blockIdx.z) * static_cast<I>(s.mid) + m) * static_cast<I>(s.inner) + static_cast<I>(i);
+  if (t >= static_cast<I>(s.rows)) return;
+  I trow = static_cast<I>(blockIdx.z) * static_cast<I>(s.o_stride) + static_cast<I>(i);
+  if (s.wrap) trow %= static_cast<I>(s.R);
+  const I head = t * static_cast<I>(s.C) + static_cast<I>(g) * static_cast<I>(s.D);
+  const T* xh = x + head;
+  T* oh = out + head;
+  const TC* ch = cos + trow * static_cast<I>(s.D);
+  const TC* sh = sin + trow * static_cast<I>(s.D);
+  const int half = static_cast<int>(s.D / 2);
+  const int units = P == Pairing::kPair ? half / N : static_cast<int>(s.D) / N;
+  for (int k = threadIdx.x; k < units; k += blockDim.x) {
+    const int j = k * N;
+    if constexpr (P == Pairing::kInterleaved) {
+      float xv[N], cv[N], sv[N], ov[N];
+      load_float<N>(xh + j, xv);
+      load_float<N>(ch + j, cv);
+      load_float<N>(sh + j, sv);
+#pragma unroll
+      for (int e = 0; e < N; e += 2) {
+        ov[e] = xv[e] * cv[e] - xv[e + 1] * sv[e];
+        ov[e + 1] = xv[e + 1] * cv[e + 1] + xv[e] * sv[e + 1];
+      }
+      store_float<N>(oh + j, ov);
+    } else if constexpr (P == Pairing::kSplit) {
+      // out[j] = x[j] cos[j] - x[j + D/2] sin[j] in the first half,
+      // x[j] cos[j] + x[j - D/2] sin[j] in the second.
+      const bool first = j < half;
+      float xv[N], pv[N], cv[N], sv[N], ov[N];
+      load_float<N>(xh + j, xv);
+      load_float<N>(xh + (first ? j + half : j - half), pv);
+      load_float<N>(ch + j, cv);
+      load_float<N>(sh + j, sv);
+      const float sign = first ? -1.f : 1.f;
+#pragma unroll
+      for (int e = 0; e < N; ++e) ov[e] = xv[e] * cv[e] + sign * pv[e] * sv[e];
+      store_float<N>(oh + j, ov);
+    } else {
+      float x1[N], x2[N], c1[N], c2[N], s1[N], s2[N], o1[N], o2[N];
+      load_float<N>(xh + j, x1);
+      load_float<N>(xh + j + half, x2);
+      load_float<N>(ch + j, c1);
+      load_float<N>(ch + j + half, c2);
+      load_float<N>(sh + j, s1);
+      load_float<N>(sh + j + half, s2);
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        o1[e] = x1[e] * c1[e] - x2[e] * s1[e];
+        o2[e] = x2[e] * c2[e] + x1[e] * s2[e];
+      }
+      store_float<N>(oh + j, o1);
+      store_float<N>(oh + j + half, o2);
+    }
+  }
+}
+
 // One thread: one rotating pair. For shapes or pointers the packs don't fit.
 template <typename T, typename TC, bool INTERLEAVED>
 __global__ void rope_scalar_kernel(T* out, const T* x, const TC* __restrict__ cos, const TC* __restrict__ sin,
@@ -122,6 +221,50 @@ __global__ void rope_scalar_kernel(T* out, const T* x, const TC* __restrict__ co
   }
 }
 
+// The slab form of a launch (rope_slab_kernel), or false where the flat
+// kernel is the one to run: slabs too small to fill a block of head-rows, and
+// grids past CUDA's y/z limits.
+inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid, dim3& block) {
+  constexpr int64_t kMaxYZ = 65535;
+  const int64_t G = s.C / s.D;
+  int64_t inner = s.inner, mid = s.mid, outer = 1, o_stride = s.inner;
+  bool wrap = false;
+  if (mid == 1) {
+    // Table row t % R: as a slab of R rows repeated rows / R times where that
+    // is exact (no wrap); otherwise one slab of all rows, wrapped.
+    if (s.rows % s.R == 0 && s.rows / s.R <= kMaxYZ) {
+      inner = s.R; mid = s.rows / s.R; o_stride = 0;
+    } else {
+      inner = s.rows; wrap = s.rows > s.R;
+    }
+  } else {
+    outer = (s.rows + inner * mid - 1) / (inner * mid);
+    wrap = outer * inner > s.R;
+  }
+  const int tx = units_per_head < 256 ? units_per_head : 256;
+  const int ty = 256 / tx;
+  const bool y_is_mid = inner * G == 1;  // a decode step: one position per sample
+  const int64_t ys = y_is_mid ? mid : inner * G;
+  if (outer > kMaxYZ || (!y_is_mid && mid > kMaxYZ) || ys >= (int64_t(1) << 31) - 256) return false;
+  if (ys < ty && !y_is_mid) return false;
+  slab = Slab{s.rows, s.C, s.D, s.R, inner, mid, o_stride, static_cast<int>(G), wrap, y_is_mid};
+  grid = dim3(static_cast<unsigned>((ys + ty - 1) / ty), static_cast<unsigned>(y_is_mid ? 1 : mid),
+              static_cast<unsigned>(outer));
+  block = dim3(static_cast<unsigned>(tx), static_cast<unsigned>(ty));
+  return true;
+}
+
+template <typename T, typename TC, typename I>
+void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T* out, const T* x, const TC* cos,
+                 const TC* sin, const Slab& slab) {
+  if (pairing == Pairing::kInterleaved)
+    rope_slab_kernel<T, TC, Pairing::kInterleaved, I><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+  else if (pairing == Pairing::kSplit)
+    rope_slab_kernel<T, TC, Pairing::kSplit, I><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+  else
+    rope_slab_kernel<T, TC, Pairing::kPair, I><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+}
+
 template <typename T, typename TC>
 void launch(T* out, const T* x, const TC* cos, const TC* sin, const Shape& s, bool interleaved,
             cudaStream_t stream) {
@@ -137,7 +280,19 @@ void launch(T* out, const T* x, const TC* cos, const TC* sin, const Shape& s, bo
   // Enough blocks to fill the GPU several times over; the loop strides the rest.
   const int64_t blocks = std::min<int64_t>((units + kThreads - 1) / kThreads, static_cast<int64_t>(sms) * 32);
   const dim3 grid(static_cast<unsigned>(std::max<int64_t>(blocks, 1)));
-  if (vec) {
+  Slab slab;
+  dim3 sgrid, sblock;
+  // In place (out == x), rotate_half keeps one thread per pair: a thread
+  // must read both members before either is written.
+  const bool in_place = static_cast<const void*>(out) == static_cast<const void*>(x);
+  const Pairing pairing = interleaved ? Pairing::kInterleaved : (in_place ? Pairing::kPair : Pairing::kSplit);
+  const int units_per_head = static_cast<int>(pairing == Pairing::kPair ? s.D / (2 * N) : s.D / N);
+  if (vec && plan_slab(s, units_per_head, slab, sgrid, sblock)) {
+    // Every offset below 2^31 (x: rows * C plus a block's reach; tables: R * D).
+    const bool idx32 = s.rows * s.C < (int64_t(1) << 31) - 4096 && s.R * s.D < (int64_t(1) << 31) - 4096;
+    if (idx32) launch_slab<T, TC, int32_t>(pairing, sgrid, sblock, stream, out, x, cos, sin, slab);
+    else launch_slab<T, TC, int64_t>(pairing, sgrid, sblock, stream, out, x, cos, sin, slab);
+  } else if (vec) {
     if (interleaved) rope_vec_kernel<T, TC, true><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
     else rope_vec_kernel<T, TC, false><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
   } else {

@@ -53,7 +53,7 @@ def _reference(out, x, cos, sin, interleaved, inner, mid):
 
 
 def _case(tag, dtype, table_dtype, layout, dims, interleaved, checks=()):
-    """layout: ltx (B, N, C), perhead (B, S, H, D), bhsd (B, H, S, D)."""
+    """layout: ltx (B, N, C), perhead (B, S, H, D), bhsd and bhsd1 (B, H, S, D), raw (rows, D, R, inner, mid)."""
 
     def make(device, gen):
         tdt = dtype if table_dtype == "x" else torch.float32
@@ -65,6 +65,14 @@ def _case(tag, dtype, table_dtype, layout, dims, interleaved, checks=()):
             B, S, H, D = dims
             angles = _tables(gen, S, D, device, tdt)
             x_shape, t_shape, inner, mid = (B, S, H * D), (S, D), S, 1
+        elif layout == "bhsd1":  # transformers' [B, H, S, D] with one table [S, D] for every sample
+            B, H, S, D = dims
+            angles = _tables(gen, S, D, device, tdt)
+            x_shape, t_shape, inner, mid = (B, H, S, D), (S, D), S, 1
+        elif layout == "raw":  # the op's mapping as given, table rows wrapping modulo R
+            rows, D, R, inner, mid = dims
+            angles = _tables(gen, R, D, device, tdt)
+            x_shape, t_shape = (rows, D), (R, D)
         else:  # bhsd
             B, H, S, D = dims
             angles = _tables(gen, B * S, D, device, tdt)
@@ -111,7 +119,30 @@ LAYOUTS = [
     ("bhsd", (3, 5, 7, 96), (False,), "", ()),  # divisors that are not powers of two
     ("perhead", (2, 5, 4, 64), (True, False), "misaligned", ()),
     ("perhead", (0, 5, 2, 64), (True,), "", ()),
+    # Long enough for the slab launch (rope.cu: at least a block of head-rows per slab).
+    ("bhsd", (2, 4, 300, 128), (False, True), "", ()),
+    ("bhsd1", (2, 3, 200, 128), (False, True), "", ()),
+    ("perhead", (2, 70, 3, 64), (True, False), "", ()),
+    # Table rows wrapping: past R (1 + 2 * 40 rows of 50) and a last partial slab.
+    ("raw", (2 * 40 * 3 + 17, 128, 50, 40, 3), (False, True), "", ()),
+    ("raw", (1000, 64, 300, 1000, 1), (True,), "", ()),
 ]
+
+
+def _inplace_case(dtype, layout, dims, interleaved):
+    """rope_inplace(x, cos, sin, interleaved, inner, mid): x is input and output."""
+    tag = next(t for t, d in DTYPES.items() if d == dtype)
+    base = _case(f"{tag}/inplace", dtype, "x", layout, dims, interleaved)
+
+    def make(device, gen):
+        _, x, cos, sin, il, inner, mid = base["make"](device, gen)
+        return x, cos, sin, il, inner, mid
+
+    def reference(x, cos, sin, il, inner, mid):
+        return _reference(None, x, cos, sin, il, inner, mid)
+
+    return {**base, "name": base["name"].removesuffix("/table=x"), "op": "rope_inplace", "make": make,
+            "reference": reference, "outputs": (0,), "inplace": (0,)}
 
 
 def smoke_cases() -> list[dict]:
@@ -124,4 +155,9 @@ def smoke_cases() -> list[dict]:
                     first = table_dtype == "fp32" and interleaved
                     cases.append(_case(name_tag, dtype, table_dtype, layout, dims, interleaved,
                                        checks if first else ()))
+    # In place: rotate_half's one-thread-per-pair launch (rope.cu) at slab and flat sizes.
+    for dtype in (torch.bfloat16, torch.float32):
+        for dims in ((2, 4, 300, 128), (8, 32, 1, 128), (2, 4, 9, 128)):
+            for interleaved in (False, True):
+                cases.append(_inplace_case(dtype, "bhsd", dims, interleaved))
     return cases

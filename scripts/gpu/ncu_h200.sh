@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Nsight Compute beside torch.compile (issue 19): our kernel and the Triton
+# kernel at the bench cases that still lose, one profiled launch each
+# (scripts/gpu/ncu_probe.py), `--set full`, details page as CSV, and the SASS
+# source page (stall reasons per instruction) for the decode case. Needs the
+# builds of run_all_h200.sh (/tmp/build-<kernel>). Records under $RES.
+set -uo pipefail
+RES=${RES:-/tmp/results}
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+[ -n "$NCU" ] || { echo "ncu: not on this machine"; exit 0; }
+"$NCU" --version | tail -n 1
+probe() {  # name, kernel, then the cases
+  local name=$1 kernel=$2; shift 2
+  timeout 150 "$NCU" --profile-from-start off --set full --csv --page details \
+    python3 scripts/gpu/ncu_probe.py "$kernel" "/tmp/build-$kernel" "$@" > "$RES/ncu-$name.csv" 2> "$RES/ncu-$name.log"
+  echo "ncu $name rc=$? ($(wc -l < "$RES/ncu-$name.csv") lines)"; grep -E "ERR|rror" "$RES/ncu-$name.log" | head -n 3
+}
+WHAT=${1:-"rmsnorm rope sass"}   # which of the three probes
+case " $WHAT " in *" rmsnorm "*)
+  probe rmsnorm rmsnorm rms_norm/8x4096 rms_norm/128x4096 rms_norm/65536x128 rms_norm/8192x7168 rms_norm/4096x8192 ;; esac
+case " $WHAT " in *" rope "*)
+  probe rope rope rope/qwen3/1x32x4096x128 rope/ltx/2x16384x2048 rope/qwen3/decode/8x32x1x128 ;; esac
+case " $WHAT " in *" sass "*) ;; *) exit 0 ;; esac
+timeout 90 "$NCU" --profile-from-start off --set full --csv --page source --print-source sass \
+  python3 scripts/gpu/ncu_probe.py rmsnorm /tmp/build-rmsnorm rms_norm/8x4096 > "$RES/ncu-rmsnorm-sass.csv" \
+  2> "$RES/ncu-rmsnorm-sass.log"
+echo "ncu sass rc=$? ($(wc -l < "$RES/ncu-rmsnorm-sass.csv") lines)"
