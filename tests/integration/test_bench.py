@@ -227,20 +227,23 @@ def test_committed_h200_results_have_their_command(kernel):
 KNOWN_MISSES = {
     "rmsnorm": {
         # decode and small batches: ~0.1-0.5 us behind torch.compile's Triton kernel,
-        # flushed and under graph replay (fixed per-kernel cost, not the launch shape)
-        **{f"rms_norm/{s}": {"compile", "graph"} for s in ("1x4096", "8x4096", "32x4096", "64x4096", "128x4096")},
-        **{f"fused_add_rms_norm/{s}": {"compile", "graph"} for s in ("1x4096", "8x4096", "128x4096")},
-        **{f"fused_add_rms_norm/{s}": {"graph"} for s in ("32x4096", "64x4096")},
-        "rms_norm/512x4096": {"compile"}, "rms_norm/1024x2048": {"compile"},
+        # flushed and under graph replay (fixed per-kernel cost, not the launch shape nor
+        # the load path); which of the flushed small shapes miss moves between runs, as
+        # torch.compile's own figure there moves by up to 10 % (NOTES.md, version 4)
+        **{f"rms_norm/{s}": {"compile", "graph"} for s in ("1x4096", "8x4096", "32x4096", "64x4096")},
+        "rms_norm/128x4096": {"graph"},
+        **{f"fused_add_rms_norm/{s}": {"compile", "graph"} for s in ("8x4096", "128x4096")},
+        **{f"fused_add_rms_norm/{s}": {"graph"} for s in ("1x4096", "32x4096", "64x4096")},
+        "rms_norm/512x4096": {"compile"}, "rms_norm/1024x2048": {"compile"}, "rms_norm/1024x3072": {"compile"},
         "fused_add_rms_norm/512x4096": {"compile"}, "fused_add_rms_norm/1024x4096": {"compile"},
         "fused_add_rms_norm/2048x4096": {"compile", "bandwidth"}, "fused_add_rms_norm/4096x4096": {"compile", "bandwidth"},
         # per-head norms: rows_small 1-8 % behind torch.compile
-        **{f"rms_norm/{s}": {"compile"} for s in ("65536x128", "70000x128", "262144x128")},
+        **{f"rms_norm/{s}": {"compile"} for s in ("65536x128", "70000x128", "262144x128", "65536x64")},
         "rms_norm/262144x64": {"compile", "bandwidth"},
         # wide rows: one row per block, 4-12 % behind torch.compile
-        "rms_norm/2048x7168": {"compile"}, "rms_norm/8192x7168": {"compile", "bandwidth"},
+        "rms_norm/2048x7168": {"compile"}, "rms_norm/8192x7168": {"compile"},
         "rms_norm/4096x8192": {"compile", "bandwidth"}, "rms_norm/2048x16384": {"compile", "bandwidth"},
-        "rms_norm/64x7168": {"graph"}, "rms_norm/1x8192": {"graph"}, "rms_norm/64x8192": {"compile", "graph"},
+        "rms_norm/64x7168": {"compile", "graph"}, "rms_norm/1x8192": {"compile", "graph"}, "rms_norm/64x8192": {"graph"},
         # ahead of every baseline, under 0.90 of copy (launch and tail costs at 64-134 MB)
         **{f"rms_norm/{s}": {"bandwidth"} for s in ("4096x4096", "8192x5120", "8192x2048", "8192x3072")},
     },

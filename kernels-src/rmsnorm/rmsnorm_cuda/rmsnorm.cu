@@ -133,6 +133,7 @@ void rms_norm(torch::Tensor& out, torch::Tensor const& input, torch::Tensor cons
     p.hidden = (int)hidden;
     p.x_stride = x.stride(0);
     p.eps = (float)eps;
+    p.inv_hidden = 1.f / (float)p.hidden;
     const bool aligned = aligned16(p.out) && aligned16(p.x) && aligned16(p.weight) && p.x_stride % N == 0;
     run<T, false>(p, aligned);
   });
@@ -168,6 +169,7 @@ void fused_add_rms_norm(torch::Tensor& out, torch::Tensor& residual_out, torch::
     p.x_stride = x.stride(0);
     p.res_stride = r.stride(0);
     p.eps = (float)eps;
+    p.inv_hidden = 1.f / (float)p.hidden;
     const bool aligned = aligned16(p.out) && aligned16(p.residual_out) && aligned16(p.x) && aligned16(p.residual) &&
                          aligned16(p.weight) && p.x_stride % N == 0 && p.res_stride % N == 0;
     run<T, true>(p, aligned);

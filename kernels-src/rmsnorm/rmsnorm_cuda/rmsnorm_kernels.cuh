@@ -143,6 +143,7 @@ struct Params {
   int64_t x_stride;
   int64_t res_stride;
   float eps;
+  float inv_hidden;  // 1 / hidden, from the host: no division (and its slow path) in the kernels
 };
 
 // x is read once: streaming loads keep it from pushing the weight out of
@@ -150,17 +151,27 @@ struct Params {
 template <typename T>
 __device__ __forceinline__ Vec16<T> load_stream(const T* p) {
   Vec16<T> v;
-#if RMSNORM_LOAD_CS
+#if RMSNORM_LOAD_CS == 2
+  v.u = *reinterpret_cast<const uint4*>(p);  // ld.global, not the read-only path
+#elif RMSNORM_LOAD_CS
   v.u = __ldcs(reinterpret_cast<const uint4*>(p));
 #else
   v.u = __ldg(reinterpret_cast<const uint4*>(p));
 #endif
   return v;
 }
+// RMSNORM_W_NC 1: the weight through the read-only path (ld.global.nc), 0: ld.global.
+#ifndef RMSNORM_W_NC
+#define RMSNORM_W_NC 1
+#endif
 template <typename T>
 __device__ __forceinline__ Vec16<T> load_ro(const T* p) {
   Vec16<T> v;
+#if RMSNORM_W_NC
   v.u = __ldg(reinterpret_cast<const uint4*>(p));
+#else
+  v.u = *reinterpret_cast<const uint4*>(p);
+#endif
   return v;
 }
 template <typename T>
@@ -227,7 +238,7 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
       if (c < nvec) w[i] = load_ro(p.weight + (int64_t)c * N);
     }
   }
-  const float inv_h = 1.f / (float)p.hidden;
+  const float inv_h = p.inv_hidden;
   int parity = 0;
   for (int64_t base = (int64_t)blockIdx.x * TY; base < p.rows; base += (int64_t)gridDim.x * TY) {
     const int64_t row = base + ty;
@@ -440,7 +451,7 @@ __global__ void __launch_bounds__(RMSNORM_ASYNC_MAX_THREADS) rows_async(Params<T
   const V* wr = nullptr;
 #endif
   ss = group_sum(ss, tx, ty, TX, red, 0);
-  const float inv = rsqrtf(ss * (1.f / (float)p.hidden) + p.eps);
+  const float inv = rsqrtf(ss * p.inv_hidden + p.eps);
   if (live) staged_row_store<T, VPT>(p, xs, row, tx, TX, inv, wr);
 }
 
@@ -452,7 +463,7 @@ __global__ void __launch_bounds__(1024) rows_loop(Params<T> p) {
   constexpr int N = V::N;
   __shared__ float red[64];
   const int TX = blockDim.x, tx = threadIdx.x;
-  const float inv_h = 1.f / (float)p.hidden;
+  const float inv_h = p.inv_hidden;
   const int nacc = VEC ? p.hidden / N : p.hidden;
   int parity = 0;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {

@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
     const int c = i * tpr + lane;
     if (c < nvec) w[i] = load_ro(p.weight + (int64_t)c * N);
   }
-  const float inv_h = 1.f / (float)p.hidden;
+  const float inv_h = p.inv_hidden;
   const int64_t per_block = (int64_t)groups * RPT;
   for (int64_t base = (int64_t)blockIdx.x * per_block; base < p.rows; base += (int64_t)gridDim.x * per_block) {
     V a[RPT][VPT];
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(256) rows_cluster(Params<T> p, int slice) {
   const int c0 = (int)rank * slice;
   const int c1 = min(c0 + slice, nvec);
   const int tx = threadIdx.x, TX = blockDim.x;
-  const float inv_h = 1.f / (float)p.hidden;
+  const float inv_h = p.inv_hidden;
   V w[VPT];
 #pragma unroll
   for (int i = 0; i < VPT; ++i) {

@@ -64,11 +64,16 @@ def _ltx_case(batch: int, tokens: int, dim: int = 2048) -> dict:
     }
 
 
-def _text_case(seq: int, heads: int = 32, head_dim: int = 128) -> dict:
+def _text_case(seq: int, heads: int = 32, head_dim: int = 128, batch: int = 1) -> dict:
+    # Prefill: q [1, H, S, 128] with the table [1, 1, S, 128]. Decode (seq 1):
+    # one new position per sequence, q [B, 32, 1, 128] with each sample's own
+    # table row [B, 1, 1, 128], as transformers' rotary embedding hands it over.
+    decode = seq == 1
+
     def setup(kernel, device):
-        g = torch.Generator(device=device).manual_seed(seq * 19 + heads)
-        q = torch.randn(1, heads, seq, head_dim, generator=g, device=device, dtype=DTYPE)
-        angles = torch.rand(1, seq, head_dim // 2, generator=g, device=device) * 6.283
+        g = torch.Generator(device=device).manual_seed(batch * 29 + heads if decode else seq * 19 + heads)
+        q = torch.randn(batch, heads, seq, head_dim, generator=g, device=device, dtype=DTYPE)
+        angles = torch.rand(batch, seq, head_dim // 2, generator=g, device=device) * 6.283
         emb = torch.cat([angles, angles], dim=-1)
         cos = emb.cos().to(DTYPE)[:, None]
         sin = emb.sin().to(DTYPE)[:, None]
@@ -81,43 +86,13 @@ def _text_case(seq: int, heads: int = 32, head_dim: int = 128) -> dict:
         }
 
     # Read q and both tables once, write out.
-    nbytes = 2 * heads * seq * head_dim * DTYPE.itemsize + 2 * seq * head_dim * DTYPE.itemsize
+    nbytes = 2 * batch * heads * seq * head_dim * DTYPE.itemsize + 2 * batch * seq * head_dim * DTYPE.itemsize
+    shape = f"{batch}x{heads}x{seq}x{head_dim}"
     return {
-        "name": f"rope/qwen3/1x{heads}x{seq}x{head_dim}",
-        "op": f"rope 1D (Qwen3-8B {'q' if heads == 32 else 'k'})",
-        "group": "Qwen3-8B",
-        "shape": f"1x{heads}x{seq}x{head_dim}",
-        "dtype": "bfloat16",
-        "bytes": nbytes,
-        "setup": setup,
-        "baselines": ("transformers eager", "torch.compile"),
-    }
-
-
-def _decode_case(batch: int, heads: int = 32, head_dim: int = 128) -> dict:
-    # One new position per sequence: q [B, 32, 1, 128] with each sample's own
-    # table row [B, 1, 1, 128], as transformers' rotary embedding hands it over.
-    def setup(kernel, device):
-        g = torch.Generator(device=device).manual_seed(batch * 29 + heads)
-        q = torch.randn(batch, heads, 1, head_dim, generator=g, device=device, dtype=DTYPE)
-        angles = torch.rand(batch, 1, head_dim // 2, generator=g, device=device) * 6.283
-        emb = torch.cat([angles, angles], dim=-1)
-        cos = emb.cos().to(DTYPE)[:, None]
-        sin = emb.sin().to(DTYPE)[:, None]
-        out = torch.empty_like(q)
-        compiled = torch.compile(transformers_rope, dynamic=False, fullgraph=True)
-        return {
-            "kernel": lambda: kernel.apply_rotary_emb(q, cos, sin, interleaved=False, out=out),
-            "transformers eager": lambda: transformers_rope(q, cos, sin),
-            "torch.compile": lambda: compiled(q, cos, sin),
-        }
-
-    nbytes = 2 * batch * heads * head_dim * DTYPE.itemsize + 2 * batch * head_dim * DTYPE.itemsize
-    return {
-        "name": f"rope/qwen3/decode/{batch}x{heads}x1x{head_dim}",
-        "op": "rope 1D (Qwen3-8B q, decode)",
-        "group": "Qwen3-8B decode",
-        "shape": f"{batch}x{heads}x1x{head_dim}",
+        "name": f"rope/qwen3/decode/{shape}" if decode else f"rope/qwen3/{shape}",
+        "op": "rope 1D (Qwen3-8B q, decode)" if decode else f"rope 1D (Qwen3-8B {'q' if heads == 32 else 'k'})",
+        "group": "Qwen3-8B decode" if decode else "Qwen3-8B",
+        "shape": shape,
         "dtype": "bfloat16",
         "bytes": nbytes,
         "setup": setup,
@@ -128,5 +103,5 @@ def _decode_case(batch: int, heads: int = 32, head_dim: int = 128) -> dict:
 def bench_cases() -> list[dict]:
     # Qwen3-8B and Llama-3-8B share the text shapes: 32 query heads and 8 key/value heads of 128.
     return [_ltx_case(1, 6144), _ltx_case(2, 16384), _text_case(4096), _text_case(16384), _text_case(4096, heads=8)] + [
-        _decode_case(b) for b in (1, 8, 64)
+        _text_case(1, batch=b) for b in (1, 8, 64)
     ]

@@ -42,6 +42,42 @@ struct Shape {
   }
 };
 
+// The rotation of one 16-byte pack: interleaved pairs (2i, 2i+1) of x at
+// `xp` with the table values at `cp`/`sp`, into `op`.
+template <int N, typename T, typename TC>
+__device__ __forceinline__ void rotate_interleaved(T* op, const T* xp, const TC* cp, const TC* sp) {
+  float xv[N], cv[N], sv[N], ov[N];
+  load_float<N>(xp, xv);
+  load_float<N>(cp, cv);
+  load_float<N>(sp, sv);
+#pragma unroll
+  for (int i = 0; i < N; i += 2) {
+    ov[i] = xv[i] * cv[i] - xv[i + 1] * sv[i];
+    ov[i + 1] = xv[i + 1] * cv[i + 1] + xv[i] * sv[i + 1];
+  }
+  store_float<N>(op, ov);
+}
+
+// rotate_half's pack j and its partner j + half, both read before either is
+// written (so `op` may be `xp`: in place).
+template <int N, typename T, typename TC>
+__device__ __forceinline__ void rotate_half_pair(T* op, const T* xp, const TC* cp, const TC* sp, int64_t half) {
+  float x1[N], x2[N], c1[N], c2[N], s1[N], s2[N], o1[N], o2[N];
+  load_float<N>(xp, x1);
+  load_float<N>(xp + half, x2);
+  load_float<N>(cp, c1);
+  load_float<N>(cp + half, c2);
+  load_float<N>(sp, s1);
+  load_float<N>(sp + half, s2);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    o1[i] = x1[i] * c1[i] - x2[i] * s1[i];
+    o2[i] = x2[i] * c2[i] + x1[i] * s2[i];
+  }
+  store_float<N>(op, o1);
+  store_float<N>(op + half, o2);
+}
+
 // One thread: N channels (one 16-byte pack of x) and, for rotate_half, the
 // N partner channels half a head away.
 template <typename T, typename TC, bool INTERLEAVED>
@@ -63,35 +99,13 @@ __global__ void rope_vec_kernel(T* out, const T* x, const TC* __restrict__ cos, 
     if constexpr (INTERLEAVED) {
       const int64_t c = k * N;
       const int64_t j = c % s.D;
-      float xv[N], cv[N], sv[N], ov[N];
-      load_float<N>(xrow + c, xv);
-      load_float<N>(crow + j, cv);
-      load_float<N>(srow + j, sv);
-#pragma unroll
-      for (int i = 0; i < N; i += 2) {
-        ov[i] = xv[i] * cv[i] - xv[i + 1] * sv[i];
-        ov[i + 1] = xv[i + 1] * cv[i + 1] + xv[i] * sv[i + 1];
-      }
-      store_float<N>(orow + c, ov);
+      rotate_interleaved<N>(orow + c, xrow + c, crow + j, srow + j);
     } else {
       const int64_t packs_per_half = half / N;
       const int64_t head = k / packs_per_half;
       const int64_t j = (k - head * packs_per_half) * N;
       const int64_t c = head * s.D + j;
-      float x1[N], x2[N], c1[N], c2[N], s1[N], s2[N], o1[N], o2[N];
-      load_float<N>(xrow + c, x1);
-      load_float<N>(xrow + c + half, x2);
-      load_float<N>(crow + j, c1);
-      load_float<N>(crow + j + half, c2);
-      load_float<N>(srow + j, s1);
-      load_float<N>(srow + j + half, s2);
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-        o1[i] = x1[i] * c1[i] - x2[i] * s1[i];
-        o2[i] = x2[i] * c2[i] + x1[i] * s2[i];
-      }
-      store_float<N>(orow + c, o1);
-      store_float<N>(orow + c + half, o2);
+      rotate_half_pair<N>(orow + c, xrow + c, crow + j, srow + j, half);
     }
   }
 }
@@ -153,16 +167,7 @@ __global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, cons
   for (int k = threadIdx.x; k < units; k += blockDim.x) {
     const int j = k * N;
     if constexpr (P == Pairing::kInterleaved) {
-      float xv[N], cv[N], sv[N], ov[N];
-      load_float<N>(xh + j, xv);
-      load_float<N>(ch + j, cv);
-      load_float<N>(sh + j, sv);
-#pragma unroll
-      for (int e = 0; e < N; e += 2) {
-        ov[e] = xv[e] * cv[e] - xv[e + 1] * sv[e];
-        ov[e + 1] = xv[e + 1] * cv[e + 1] + xv[e] * sv[e + 1];
-      }
-      store_float<N>(oh + j, ov);
+      rotate_interleaved<N>(oh + j, xh + j, ch + j, sh + j);
     } else if constexpr (P == Pairing::kSplit) {
       // out[j] = x[j] cos[j] - x[j + D/2] sin[j] in the first half,
       // x[j] cos[j] + x[j - D/2] sin[j] in the second.
@@ -177,20 +182,7 @@ __global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, cons
       for (int e = 0; e < N; ++e) ov[e] = xv[e] * cv[e] + sign * pv[e] * sv[e];
       store_float<N>(oh + j, ov);
     } else {
-      float x1[N], x2[N], c1[N], c2[N], s1[N], s2[N], o1[N], o2[N];
-      load_float<N>(xh + j, x1);
-      load_float<N>(xh + j + half, x2);
-      load_float<N>(ch + j, c1);
-      load_float<N>(ch + j + half, c2);
-      load_float<N>(sh + j, s1);
-      load_float<N>(sh + j + half, s2);
-#pragma unroll
-      for (int e = 0; e < N; ++e) {
-        o1[e] = x1[e] * c1[e] - x2[e] * s1[e];
-        o2[e] = x2[e] * c2[e] + x1[e] * s2[e];
-      }
-      store_float<N>(oh + j, o1);
-      store_float<N>(oh + j + half, o2);
+      rotate_half_pair<N>(oh + j, xh + j, ch + j, sh + j, half);
     }
   }
 }

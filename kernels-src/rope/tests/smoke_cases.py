@@ -155,9 +155,10 @@ def smoke_cases() -> list[dict]:
                     first = table_dtype == "fp32" and interleaved
                     cases.append(_case(name_tag, dtype, table_dtype, layout, dims, interleaved,
                                        checks if first else ()))
-    # In place: rotate_half's one-thread-per-pair launch (rope.cu) at slab and flat sizes.
+    # In place: rotate_half's one-thread-per-pair launch (rope.cu) at slab and flat sizes,
+    # and a head width whose halves are not whole 16-byte packs (the scalar path).
     for dtype in (torch.bfloat16, torch.float32):
-        for dims in ((2, 4, 300, 128), (8, 32, 1, 128), (2, 4, 9, 128)):
+        for dims in ((2, 4, 300, 128), (8, 32, 1, 128), (2, 4, 9, 128), (1, 2, 5, 36)):
             for interleaved in (False, True):
                 cases.append(_inplace_case(dtype, "bhsd", dims, interleaved))
     return cases

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Device call 4 of the 2026-12-01 afternoon session (issue 19): rmsnorm with
+# 1 / hidden from the host (no device division; shipped, recorded by this call:
+# build, smoke with 1 seed, bench), beside two builds of the same sources with
+# plain ld.global instead of the read-only path (v1: x and weight,
+# -DRMSNORM_LOAD_CS=2 -DRMSNORM_W_NC=0; v2: x only), benched in the same call;
+# and rope's smoke again (its rotation bodies folded into helpers).
+# Device tool: carry [".whl"], command `bash scripts/gpu/session5_rmsnorm_h200.sh`.
+set -uo pipefail
+sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
+rm -f /tmp/v*.done
+for v in 'v1=-DRMSNORM_LOAD_CS=2", "-DRMSNORM_W_NC=0' 'v2=-DRMSNORM_LOAD_CS=2'; do
+  n=${v%%=*}; f=${v#*=}
+  rm -rf "/tmp/rms-$n" && cp -r kernels-src/rmsnorm "/tmp/rms-$n"
+  sed -i "s/^cuda-flags = \[/cuda-flags = [\"$f\", /" "/tmp/rms-$n/build.toml"
+  grep -n "cuda-flags" "/tmp/rms-$n/build.toml"
+  ( for _ in $(seq 60); do [ -d /tmp/site/kernels ] && break; sleep 1; done; sleep 3
+    PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=4 python3 -m pipeline build "/tmp/rms-$n" \
+      --backend local --out "/tmp/build-rms-$n" > "/tmp/rms-$n.log" 2>&1; echo "rc=$?" > "/tmp/$n.done" ) &
+done
+VARIANTS='for n in v1 v2; do
+  while [ ! -f /tmp/$n.done ]; do sleep 2; done; echo "build $n $(cat /tmp/$n.done)"
+  python3 -m pipeline bench /tmp/build-rms-$n --kernel kernels-src/rmsnorm --reps 100 --out "$RES/rms-$n-h200.json" \
+    > /dev/null 2> "$RES/rms-$n-bench.log"; echo "bench $n rc=$?"
+done
+python3 scripts/gpu/compare_bench.py base="$RES/rmsnorm-h200.json" v1="$RES/rms-v1-h200.json" v2="$RES/rms-v2-h200.json"'
+MAX_JOBS=12 DEADLINE=${DEADLINE:-480} KERNELS="rmsnorm rope" SMOKE="rmsnorm rope" BENCH="rmsnorm" SEEDS=1 TESTS=0 \
+  EXTRA_LAST="$VARIANTS" bash scripts/gpu/run_all_h200.sh
