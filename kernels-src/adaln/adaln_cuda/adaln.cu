@@ -34,11 +34,14 @@ void launch(T* out, const T* x, const TC* scale, const TC* shift, const adaln_cu
   if (const char* e = std::getenv("ADALN_CONFIG")) std::sscanf(e, "%d,%d,%d", &fv, &ftx, &fty);
 #endif
   auto c = adaln_cuda::choose_config(p.rows, p.D, (int)sizeof(T), aligned, fv, ftx, fty);
-  // Modulation rows loaded early only for launches of at most one wave of
-  // resident threads (2048 per multiprocessor), and where it fits (early_fits).
+  // Modulation rows loaded early (adaln_rows' EARLY) only for launches of at
+  // most 256 threads per multiprocessor (8 warps): with fewer warps than that
+  // nothing hides the second round trip, and the extra registers cost an
+  // occupancy such a launch does not use. H200 (NOTES.md): 2x256x1152
+  // (16 K threads) 7.84 -> 6.46 us early; 8x256x1152 (64 K, 16 warps per
+  // multiprocessor) 8.59 late, 9.89 early.
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  c.early = c.kind == 0 && c.vpt <= 4 && c.vpt * (int)sizeof(TC) <= 8 &&
-            c.grid * c.tx * c.ty <= sms * 2048;
+  c.early = c.kind == 0 && c.grid * c.tx * c.ty <= sms * 256;
   C10_CUDA_CHECK((adaln_cuda::launch<T, TC, RMS>(out, x, scale, shift, p, c, stream)));
 }
 

@@ -34,14 +34,11 @@ __device__ __forceinline__ int64_t mod_row(int64_t row, const Params& p) {
 
 // EARLY: the modulation rows (scale, shift) are loaded into registers before
 // the row sums, so that their latency overlaps the reductions instead of
-// following them. Only for launches of at most one wave of resident threads
-// (early_wanted), where no other warp hides that latency: on the H200 it took
-// 1x384x2048 from 7.12 to 6.30 us, and cost 20 % at 2x16384x2048 (the extra
-// registers), where many waves hide it anyway (NOTES.md, version 3).
-template <typename T, typename TC, int VPT>
-constexpr bool early_fits() {
-  return VPT * sizeof(TC) <= 8;  // at most 8 more registers per pack of x
-}
+// following them. Only for launches of at most 8 warps per multiprocessor
+// (the host's choice, adaln.cu), where no other warp hides that latency and
+// the extra registers cost no occupancy that matters: on the H200 it took
+// 1x384x2048 from 7.12 to 6.30 us, and cost 20 % at 2x16384x2048 (many waves
+// hide the latency anyway; the registers halve the resident blocks).
 
 // Sum over the TX threads of a row group (blockDim = (TX, TY)). TX <= 32:
 // xor shuffles inside the group, no barrier. TX > 32: one shared-memory step;
@@ -98,7 +95,7 @@ __global__ void __launch_bounds__(256) adaln_rows(T* __restrict__ out, const T* 
   const int64_t m = live ? mod_row(row, p) : 0;
   const TC* sc = scale + m * p.D;
   const TC* sh = shift + m * p.D;
-  constexpr bool kEarly = EARLY && early_fits<T, TC, VPT>();
+  constexpr bool kEarly = EARLY;
   // R: packs of TC per pack of x (fp32 tables beside bf16 x: 2).
   constexpr int R = sizeof(TC) >= sizeof(T) ? sizeof(TC) / sizeof(T) : 1;
   Pack16<TC> es[kEarly ? VPT * R : 1], eb[kEarly ? VPT * R : 1];
@@ -223,7 +220,7 @@ __global__ void __launch_bounds__(256) adaln_scalar(T* __restrict__ out, const T
 struct Config {
   int kind, vpt, tx, ty;
   int64_t grid;
-  bool early = false;  // adaln_rows<..., EARLY>: see early_fits
+  bool early = false;  // adaln_rows<..., EARLY>: scale/shift loaded before the row sums
 };
 
 inline int pow2_ceil(int v) {
@@ -291,7 +288,9 @@ inline cudaError_t launch(T* out, const T* x, const TC* scale, const TC* shift, 
     switch (c.vpt) {
       case 1: adaln_rows<T, TC, RMS, 1, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
       case 2: adaln_rows<T, TC, RMS, 2, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-      default: adaln_rows<T, TC, RMS, 4, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+      case 4: adaln_rows<T, TC, RMS, 4, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+      case 6: adaln_rows<T, TC, RMS, 6, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+      default: adaln_rows<T, TC, RMS, 8, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
     }
     return cudaGetLastError();
   }
