@@ -276,30 +276,28 @@ inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned
   return c;
 }
 
+template <typename T, typename TC, bool RMS, bool EARLY>
+inline void launch_rows(T* out, const T* x, const TC* scale, const TC* shift, const Params& p, const Config& c,
+                        cudaStream_t stream) {
+  const dim3 grid((unsigned)c.grid), block(c.tx, c.ty);
+  switch (c.vpt) {
+    case 1: adaln_rows<T, TC, RMS, 1, EARLY><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    case 2: adaln_rows<T, TC, RMS, 2, EARLY><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    case 4: adaln_rows<T, TC, RMS, 4, EARLY><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    case 6: adaln_rows<T, TC, RMS, 6, EARLY><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+    default: adaln_rows<T, TC, RMS, 8, EARLY><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+  }
+}
+
 template <typename T, typename TC, bool RMS>
 inline cudaError_t launch(T* out, const T* x, const TC* scale, const TC* shift, const Params& p, const Config& c,
                           cudaStream_t stream) {
   if (c.kind == 1) {
     adaln_scalar<T, TC, RMS><<<(unsigned)p.rows, 256, 0, stream>>>(out, x, scale, shift, p);
-    return cudaGetLastError();
-  }
-  const dim3 grid((unsigned)c.grid), block(c.tx, c.ty);
-  if (c.early) {
-    switch (c.vpt) {
-      case 1: adaln_rows<T, TC, RMS, 1, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-      case 2: adaln_rows<T, TC, RMS, 2, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-      case 4: adaln_rows<T, TC, RMS, 4, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-      case 6: adaln_rows<T, TC, RMS, 6, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-      default: adaln_rows<T, TC, RMS, 8, true><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    }
-    return cudaGetLastError();
-  }
-  switch (c.vpt) {
-    case 1: adaln_rows<T, TC, RMS, 1, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    case 2: adaln_rows<T, TC, RMS, 2, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    case 4: adaln_rows<T, TC, RMS, 4, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    case 6: adaln_rows<T, TC, RMS, 6, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
-    default: adaln_rows<T, TC, RMS, 8, false><<<grid, block, 0, stream>>>(out, x, scale, shift, p); break;
+  } else if (c.early) {
+    launch_rows<T, TC, RMS, true>(out, x, scale, shift, p, c, stream);
+  } else {
+    launch_rows<T, TC, RMS, false>(out, x, scale, shift, p, c, stream);
   }
   return cudaGetLastError();
 }
