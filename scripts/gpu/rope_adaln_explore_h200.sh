@@ -6,7 +6,7 @@
 # -DADALN_EARLY=0, benched beside it). Build for sm_90, smoke (2 seeds:
 # contracts and the project's cases, in place included), bench, and Nsight
 # Compute beside torch.compile for rope.
-# Device tool: carry [".whl"], command `bash scripts/gpu/session5_rope_h200.sh`.
+# Device tool: carry [".whl"], command `bash scripts/gpu/rope_adaln_explore_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
 rm -rf /tmp/adaln-late /tmp/late.done && cp -r kernels-src/adaln /tmp/adaln-late

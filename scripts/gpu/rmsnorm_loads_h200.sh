@@ -5,7 +5,7 @@
 # plain ld.global instead of the read-only path (v1: x and weight,
 # -DRMSNORM_LOAD_CS=2 -DRMSNORM_W_NC=0; v2: x only), benched in the same call;
 # and rope's smoke again (its rotation bodies folded into helpers).
-# Device tool: carry [".whl"], command `bash scripts/gpu/session5_rmsnorm_h200.sh`.
+# Device tool: carry [".whl"], command `bash scripts/gpu/rmsnorm_loads_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
 rm -f /tmp/v*.done

@@ -3,7 +3,7 @@
 # rmsnorm, rope (slab launch) and adaln for sm_90 only; smoke rope and adaln;
 # bench them (their new decode and small shapes); then the model-level check of
 # rmsnorm (model_h200.sh) and Nsight Compute beside torch.compile (ncu_h200.sh).
-# Device tool: carry [".whl"], command `bash scripts/gpu/session5_h200.sh`.
+# Device tool: carry [".whl"], command `bash scripts/gpu/model_rope_adaln_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
 MAX_JOBS=16 DEADLINE=${DEADLINE:-540} KERNELS="rmsnorm rope adaln" SMOKE="rope adaln" BENCH="rope adaln" SEEDS=2 \
