@@ -124,6 +124,7 @@ ADALN = Contract(
     make=_make,
     reference=_reference,
     tolerance=REDUCTION_TOLERANCE,
+    reduces_last=True,
     shaped=lambda shape, dtype, form: (gen_inputs.shaped_sample("adaln", _bench_knobs)(shape, dtype, form)
                                        if len(shape) == 3 else None),
 )

@@ -75,6 +75,7 @@ LAYER_NORM = Contract(
     make=_make,
     reference=_reference,
     tolerance=REDUCTION_TOLERANCE,
+    reduces_last=True,
     shaped=gen_inputs.shaped_sample("layer_norm", _extra),
 )
 

@@ -69,6 +69,7 @@ RMS_NORM = Contract(
     make=_make,
     reference=_reference,
     tolerance=REDUCTION_TOLERANCE,
+    reduces_last=True,
     shaped=gen_inputs.shaped_sample("rms_norm", _extra),
 )
 
@@ -106,6 +107,7 @@ FUSED_ADD_RMS_NORM = Contract(
     make=_make_fused,
     reference=_reference_fused,
     tolerance=REDUCTION_TOLERANCE,
+    reduces_last=True,
     shaped=gen_inputs.shaped_sample("fused_add_rms_norm", _extra),
 )
 

@@ -47,6 +47,7 @@ SOFTMAX = Contract(
     make=_make,
     reference=_reference,
     tolerance=REDUCTION_TOLERANCE,
+    reduces_last=True,
     shaped=gen_inputs.shaped_sample("softmax"),
 )
 

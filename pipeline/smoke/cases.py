@@ -149,6 +149,6 @@ def contract_case(op: str, contract, form, sample) -> Case:
                     reference=lambda: contract.reference(sample, inputs), dtype=sample.torch_dtype)
 
     return Case(name=f"{op}:{sample.name}", op=op, make=make,
-                bound=lambda dtype: contract.bound(str(dtype).removeprefix("torch.")),
+                bound=lambda dtype: contract.bound(str(dtype).removeprefix("torch."), sample),
                 contract=contract.family, refusable=sample.refusable, shape=sample.shape, dtype=sample.dtype,
                 floor=contract.floor)

@@ -268,3 +268,25 @@ def test_the_benchmarks_own_shapes_join_the_contract():
     rows, hidden = cpu[0][0]
     assert sum(f"/bf16/{rows}x{hidden}/contiguous" in n for n in names) == 1
     assert len(names) == len(set(names)) == len(contract_cases(plan, "cpu")) + 1
+
+
+def test_a_reductions_float32_bound_grows_with_its_length_and_nothing_else_does():
+    softmax = registry.CONTRACTS["softmax"]
+    short, long = (base.Sample("softmax", "float32", s) for s in ((8, 4096), (2, inputs.LONG_ROW)))
+    assert softmax.bound("float32", short) == base.REDUCTION_TOLERANCE["float32"]
+    assert softmax.bound("float32", long) == pytest.approx(base.FP32_SUM_GROWTH * math.sqrt(inputs.LONG_ROW) * 2**-24)
+    assert softmax.bound("bfloat16", long) == base.REDUCTION_TOLERANCE["bfloat16"]
+    reducing = {name for name, c in registry.CONTRACTS.items() if c.reduces_last}
+    assert reducing == {"rms_norm", "fused_add_rms_norm", "layer_norm", "adaln", "softmax"}
+    assert all(c.tolerance is base.REDUCTION_TOLERANCE for n, c in registry.CONTRACTS.items() if n in reducing)
+    # PyTorch's own float32 softmax over the longest contract row: inside the bound at every thread count.
+    x = torch.randn(2, inputs.LONG_ROW, generator=torch.Generator().manual_seed(3))
+    ref = torch.softmax(x.double(), dim=-1)
+    for threads in (1, 2):
+        old = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            err = float((torch.softmax(x, dim=-1).double() - ref).norm() / ref.norm())
+        finally:
+            torch.set_num_threads(old)
+        assert err <= softmax.bound("float32", long), (threads, err)
