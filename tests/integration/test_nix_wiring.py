@@ -83,25 +83,30 @@ def _git(cwd: Path, *args: str) -> str:
     return _run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd).stdout.strip()
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
-    """A committed workspace whose flake locks point at the stand-in (a flake
-    whose lock differs from the committed one has no `self.shortRev` in Nix 2.8,
-    and kernel-builder needs it, so the lock is rewritten and committed first)."""
-    root = tmp_path_factory.mktemp("nixws")
+def standin_workspace(root: Path, source: Path, name: str) -> Path:
+    """A committed workspace at `root` holding the kernel project `source` as
+    kernels-src/`name`, its flake locks pointing at the stand-in (a flake whose
+    lock differs from the committed one has no `self.shortRev` in Nix 2.8, and
+    kernel-builder needs it, so the lock is rewritten and committed first)."""
+    root.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "flake.nix", root / "flake.nix")
     shutil.copy2(REPO / "flake.lock", root / "flake.lock")
     (root / "build.toml").write_text(WORKSPACE_TOML)
-    shutil.copytree(FIXTURE, root / "kernels-src" / "tiny-add", ignore=shutil.ignore_patterns("build", "__pycache__"))
+    shutil.copytree(source, root / "kernels-src" / name, ignore=shutil.ignore_patterns("build", "__pycache__"))
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "workspace")
     override = ["--override-input", "kernel-builder", f"path:{STANDIN}"]
     _run(["nix", "flake", "lock", *override], root)
-    _run(["nix", "flake", "lock", "./kernels-src/tiny-add", *override], root)
+    _run(["nix", "flake", "lock", f"./kernels-src/{name}", *override], root)
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "lock kernel-builder to the stand-in")
     return root
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    return standin_workspace(tmp_path_factory.mktemp("nixws"), FIXTURE, "tiny-add")
 
 
 def _check_variant_dirs(tree: Path) -> list[Path]:

@@ -298,22 +298,9 @@ def test_the_workspace_flake_and_the_nix_backend_carry_noarch_variants(tmp_path)
     """The root flake selects `torch-cpu` from a noarch kernel's outputs and `pipeline build --backend nix`
     copies and checks it (offline: the stand-in of tests/integration/test_nix_wiring.py, which names a
     [torch-noarch] project's variant torch-<backend> as kernel-builder does)."""
-    from test_nix_wiring import STANDIN, WORKSPACE_TOML, _git as git, _run
+    from test_nix_wiring import _git as git, _run, standin_workspace
 
-    root = tmp_path / "ws"
-    root.mkdir()
-    shutil.copy2(REPO / "flake.nix", root / "flake.nix")
-    shutil.copy2(REPO / "flake.lock", root / "flake.lock")
-    (root / "build.toml").write_text(WORKSPACE_TOML)
-    shutil.copytree(SOURCE, root / "kernels-src" / "softmax-triton", ignore=shutil.ignore_patterns("build", "__pycache__"))
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "workspace")
-    override = ["--override-input", "kernel-builder", f"path:{STANDIN}"]
-    _run(["nix", "flake", "lock", *override], root)
-    _run(["nix", "flake", "lock", "./kernels-src/softmax-triton", *override], root)
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "lock kernel-builder to the stand-in")
+    root = standin_workspace(tmp_path / "ws", SOURCE, "softmax-triton")
 
     _run(["nix", "build", ".#bundle", "--impure", "-L", "--out-link", "result"], root)
     tree = root / "result" / "softmax-triton"

@@ -362,3 +362,22 @@ def test_kernels_community_projects_validate_without_crashing(tmp_path):
         accepted += report.ok
     print(f"kernels-community: {accepted}/{len(projects)} accepted")
     assert accepted >= len(projects) * 3 // 4
+
+
+def test_committed_corpus_is_what_the_generator_writes(tmp_path):
+    # The fixtures are committed copies of _generate.py's (and _agents.py's) text: prove they have not drifted.
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        import _generate
+    finally:
+        sys.path.remove(str(FIXTURES))
+    _generate.main(tmp_path)
+
+    def tree(root: Path) -> dict:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+                if p.is_file() and "__pycache__" not in p.parts}
+
+    committed = {k: v for k, v in tree(FIXTURES).items() if k.split("/")[0] in {p.name for p in tmp_path.iterdir()}}
+    written = tree(tmp_path)
+    assert sorted(written) == sorted(committed), "files the generator writes and the committed corpus differ"
+    assert [k for k in written if written[k] != committed[k]] == [], "regenerate: python tests/fixtures/projects/_generate.py"
