@@ -111,18 +111,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ] && [ "$(left)" -gt 45 ]; then
   timeout "$(lim)" python3 -m pipeline bench "$BUILD" --kernel "$SRC" --reps "${REPS:-100}" ${only[@]+"${only[@]}"} \
     --out "$RES/$K-h200.json" --plot "$RES/$K-h200.png" --markdown "$RES/$K-h200.md" > /dev/null 2> "$RES/$K-bench.log"
   echo "bench rc=$?"; tail -2 "$RES/$K-bench.log"
-  python3 - "$RES/$K-h200.json" <<'PY'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as exc:
-    print("  no bench report:", exc); raise SystemExit
-print(f"  copy {d['copy_bandwidth_gbs']} GB/s")
-for r in d["results"]:
-    t = r["times_us"]
-    print(f"  {r['name']:<34} {t['kernel']:8.2f} us {r['copy_fraction']['kernel']:.3f} of copy | "
-          + " ".join(f"{b} {t[b]:.2f}" for b in r["baselines"]))
-PY
+  python3 scripts/gpu/bench_summary.py "$RES/$K-h200.json"
   pack
 else
   echo "== bench skipped (SKIP_BENCH=${SKIP_BENCH:-0}, $(left) s left)"

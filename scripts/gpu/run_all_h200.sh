@@ -107,21 +107,7 @@ for k in $KERNELS; do
   timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --reps "${REPS:-100}" \
     --out "$RES/$k-h200.json" --plot "$RES/$k-h200.png" --markdown "$RES/$k-h200.md" > /dev/null 2> "$RES/$k-bench.log"
   echo "bench $k rc=$? took $(( $(date +%s) - t0 )) s"
-  python3 - "$RES/$k-h200.json" <<'PY'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as exc:
-    print("  no bench report:", exc); raise SystemExit
-print(f"  copy {d['copy_bandwidth_gbs']} GB/s")
-for r in d["results"]:
-    t, g = r["times_us"], r.get("graph_times_us", {})
-    line = (f"  {r['name']:<34} {t['kernel']:7.2f} {r['copy_fraction']['kernel']:.3f} | "
-            + " ".join(f"{b[:6]} {t[b]:.2f}" for b in r["baselines"]))
-    if g:
-        line += " || graph " + " ".join(f"{k[:6]} {v:.2f}" for k, v in g.items())
-    print(line)
-PY
+  python3 scripts/gpu/bench_summary.py "$RES/$k-h200.json"
   pack
 done
 for k in $TUNE; do
