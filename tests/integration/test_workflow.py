@@ -366,7 +366,10 @@ def run_act(tmp_path: Path, event: str, payload: dict, *, gpu_label: str, runner
     event_file.write_text(json.dumps(payload), encoding="utf-8")
     cmd = [act, event, "--dryrun", "-e", str(event_file), "-W", ".github/workflows/kernels.yml",
            "--action-cache-path", str(tmp_path / "act-cache"), "--no-cache-server", "--env", "CI_DRY_RUN=1",
-           "--secret", "HF_TOKEN=rehearsal", "--var", f"GPU_RUNNER_LABEL={gpu_label}"]
+           "--secret", "HF_TOKEN=rehearsal", "--var", f"GPU_RUNNER_LABEL={gpu_label}",
+           # act 0.2.89's --local-repository cache writes a map from every parallel job without a lock
+           # ("fatal error: concurrent map writes", seen in CI): one job at a time.
+           "--concurrent-jobs", "1"]
     for label in sorted(runners | ({gpu_label} if gpu_label else set())):
         cmd += ["-P", f"{label}=-self-hosted"]
     cmd += _stub_actions(tmp_path)
