@@ -8,7 +8,10 @@ The case contract (`kernels-src/<name>/benchmarks/bench_cases.py`)
 -------------------------------------------------------------------
 One function::
 
-    def bench_cases() -> list[dict]
+    def bench_cases(dtype: str = "bfloat16") -> list[dict]
+
+`dtype` (one of DTYPES) is optional in the signature: a file without it is
+timed only in its own dtype, and `--dtype` refuses it (bench-dtype-unsupported).
 
 Each dict:
 
@@ -16,7 +19,7 @@ Each dict:
     op         str: a label for the op (tables and plots group by it)
     group      str: the shape set ("Qwen3-8B")
     shape      str: "8192x4096"
-    dtype      str: "bfloat16"
+    dtype      str: "bfloat16" (in a `--dtype` run, the dtype asked for)
     bytes      int: the fewest bytes the op must move through device memory
                (every input read once, every output written once); the
                bandwidth figures are bytes / median time
@@ -51,6 +54,7 @@ that cannot be captured gets no graph figure (its error is in the report).
 
 from __future__ import annotations
 
+import inspect
 import platform
 import statistics
 import time
@@ -60,7 +64,7 @@ from typing import TYPE_CHECKING
 
 # The tables and the plot live in pipeline.bench_report; importable from here too.
 from pipeline.bench_report import load_results, markdown_table, plot, target_misses  # noqa: F401
-from pipeline.casefile import load_case_list
+from pipeline.casefile import import_case_function
 from pipeline.errors import BenchError, SmokeError
 from pipeline.events import Event, Reporter, quiet
 from pipeline.smoke import load_variant
@@ -70,6 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pipeline.workspace import Kernel
 
 CASES_FILE = Path("benchmarks") / "bench_cases.py"
+DTYPES = ("bfloat16", "float16", "float32")  # what `--dtype` may ask a case file for
 COPY_BYTES = 1 << 30
 GRAPH_MAX_BYTES = 8 << 20  # cases up to this size are also timed under graph replay
 GRAPH_CALLS = 20  # calls captured back to back in one graph
@@ -155,24 +160,49 @@ def _sig(x: float, digits: int = 4) -> float:
 # --------------------------------------------------------------------------
 
 
-def load_cases(path: Path) -> list[dict]:
-    """The cases of a case file (a kernel's `benchmarks/bench_cases.py`, or the project holding it)."""
+def load_cases(path: Path, dtype: str | None = None) -> list[dict]:
+    """The cases of a case file (a kernel's `benchmarks/bench_cases.py`, or the project holding it),
+    in `dtype` when one is asked for (`bench_cases(dtype=...)`), else in the file's own default."""
     path = Path(path)
     if path.is_dir() or not path.suffix:
         path = path / CASES_FILE
     if not path.is_file():
         raise BenchError(f"no such case file: {path}", path=str(path), code="bench-cases-missing",
                          hint="see pipeline/bench.py for the case contract")
-    cases = load_case_list(path, "bench_cases", error=BenchError, code="bench-cases-failed")
+    if dtype is not None and dtype not in DTYPES:
+        raise BenchError(f"unknown dtype {dtype!r}", code="bench-dtype-unknown", hint="one of " + ", ".join(DTYPES))
+    make = import_case_function(path, "bench_cases", error=BenchError, code="bench-cases-failed")
+    if dtype is not None and not _takes(make, "dtype"):
+        raise BenchError(f"bench_cases() takes no dtype, so its cases cannot be timed in {dtype}", path=str(path),
+                         code="bench-dtype-unsupported",
+                         hint="def bench_cases(dtype: str = \"bfloat16\") -> list[dict], building each case's "
+                              "tensors in that dtype and naming it in the case's \"dtype\"")
+    try:
+        cases = list(make(**({"dtype": dtype} if dtype is not None else {})))
+    except Exception as exc:
+        raise BenchError(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path),
+                         code="bench-cases-failed") from None
     problems = []
     for i, case in enumerate(cases):
         for key in ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines"):
             if key not in case:
                 problems.append(f"case {i} has no {key!r}")
+        if dtype is not None and "dtype" in case and case["dtype"] != dtype:
+            problems.append(f"case {case.get('name', i)!r} says dtype {case['dtype']!r} in a {dtype} run")
+    names = [c.get("name") for c in cases]
+    problems += [f"case name {n!r} is not unique" for n in sorted({n for n in names if names.count(n) > 1})]
     if problems or not cases:
         raise BenchError("the case file does not follow the contract: " + ("; ".join(problems) or "no cases"),
                          path=str(path), code="bench-cases-invalid", hint="see pipeline/bench.py's docstring")
     return cases
+
+
+def _takes(function, name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 class Timer:
@@ -392,9 +422,9 @@ def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limi
 
 def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = 10,
               only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
-              command: str = "", cpu_limit_s: float | None = None) -> BenchReport:
-    """Time the host's variant of `bundle` on the resolved kernel's bench cases. On a
-    CPU-only host, warn with an estimate, and refuse when it exceeds `cpu_limit_s`."""
+              command: str = "", cpu_limit_s: float | None = None, dtype: str | None = None) -> BenchReport:
+    """Time the host's variant of `bundle` on the resolved kernel's bench cases (in `dtype`,
+    when given). On a CPU-only host, warn with an estimate, and refuse when it exceeds `cpu_limit_s`."""
     import torch
 
     try:
@@ -406,7 +436,7 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
             where = kernel.shown if kernel is not None else str(bundle.root)
             raise BenchError(f"no {CASES_FILE} for this build", path=where, code="bench-cases-missing",
                              hint="pass the kernel project with --kernel PATH; see the case contract in pipeline/bench.py")
-        cases = load_cases(kernel.bench_cases)
+        cases = load_cases(kernel.bench_cases, dtype)
     if only:
         cases = [c for c in cases if only in c["name"]]
         if not cases:

@@ -41,21 +41,30 @@ def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, with_
     return lines
 
 
+# The dtype the full targets are set in (issue 19: faster than every baseline, flushed;
+# at most equal under graph replay; >= 0.90 of copy from 64 MiB). In any other dtype
+# the kernel must not be behind: a baseline strictly faster is a miss, a tie is not,
+# and there is no bandwidth target.
+PRIMARY_DTYPE = "bfloat16"
+
+
 def target_misses(results_json, *, min_bytes: int = 64 << 20, min_fraction: float = 0.90) -> list[str]:
     """Where the kernel misses a target: a baseline as fast or faster (L2 flushed, or
-    under graph replay), or under `min_fraction` of copy bandwidth at `min_bytes` or more."""
+    under graph replay), or under `min_fraction` of copy bandwidth at `min_bytes` or more;
+    outside PRIMARY_DTYPE, only a baseline strictly faster."""
     data = load_results(results_json)
     misses = []
     for row in data["results"]:
+        primary = row.get("dtype", PRIMARY_DTYPE) == PRIMARY_DTYPE
         t = row["times_us"]
         for b in row["baselines"]:
-            if t[b] <= t["kernel"]:
+            if t[b] < t["kernel"] or (primary and t[b] == t["kernel"]):
                 misses.append(f"{row['name']}: {b} {t[b]:.2f} µs, kernel {t['kernel']:.2f} µs")
         g = row.get("graph_times_us", {})
         for b in row["baselines"]:
             if "kernel" in g and b in g and g[b] < g["kernel"]:
                 misses.append(f"{row['name']} (graph replay): {b} {g[b]:.2f} µs, kernel {g['kernel']:.2f} µs")
-        if row["bytes"] >= min_bytes and row["copy_fraction"]["kernel"] < min_fraction:
+        if primary and row["bytes"] >= min_bytes and row["copy_fraction"]["kernel"] < min_fraction:
             misses.append(f"{row['name']}: {row['copy_fraction']['kernel']:.3f} of copy bandwidth "
                           f"(target {min_fraction:.2f} from {min_bytes >> 20} MiB)")
     return misses
@@ -86,7 +95,9 @@ def markdown_table(results_json) -> str:
             lines += _op_table(graphed, baselines, "graph_times_us", "graph_speedup", False)
             lines.append("")
     misses = target_misses(data)
-    lines += ["**Where the kernel does not win**" + (" (none)" if not misses else ""), ""]
+    dtypes = {row.get("dtype", PRIMARY_DTYPE) for row in data["results"]}
+    title = "**Where the kernel does not win**" if PRIMARY_DTYPE in dtypes else "**Where the kernel is behind**"
+    lines += [title + (" (none)" if not misses else ""), ""]
     lines += [f"- {m}" for m in misses]
     if misses:
         lines.append("")

@@ -14,8 +14,8 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 
 
-def load_case_list(path: Path, function: str, *, error: type[PipelineError], code: str) -> list:
-    """Import `path` and return `list(module.<function>())`."""
+def import_case_function(path: Path, function: str, *, error: type[PipelineError], code: str):
+    """Import `path` and return its `function` (not called)."""
     path = Path(path)
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(f"_pipeline_{function}_{digest}", path)
@@ -24,6 +24,16 @@ def load_case_list(path: Path, function: str, *, error: type[PipelineError], cod
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-        return list(getattr(module, function)())
+        return getattr(module, function)
+    except Exception as exc:
+        raise error(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path), code=code) from None
+
+
+def load_case_list(path: Path, function: str, *, error: type[PipelineError], code: str,
+                   arguments: dict | None = None) -> list:
+    """Import `path` and return `list(module.<function>(**arguments))`."""
+    make = import_case_function(path, function, error=error, code=code)
+    try:
+        return list(make(**(arguments or {})))
     except Exception as exc:
         raise error(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path), code=code) from None

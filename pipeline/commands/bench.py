@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pipeline.bench import CPU_LIMIT_S, markdown_table, plot, run_bench
+from pipeline.bench import CPU_LIMIT_S, DTYPES, markdown_table, plot, run_bench
 from pipeline.bundle import check_bundle, find_build_dir
 from pipeline.errors import BenchError
 from pipeline.fsutil import atomic_write_text, require_out_path
@@ -24,6 +24,7 @@ unless --allow-cpu, otherwise it warns that the figures only test the harness.
 
 example:
   python -m pipeline bench kernels-src/rmsnorm/build --out h200.json --plot h200.png --markdown h200.md
+  python -m pipeline bench kernels-src/rmsnorm/build --dtype float16 --out h200-float16.json
 """
 
 
@@ -34,6 +35,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reps", type=int, default=100, help="timed repetitions per measurement (default 100)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed calls first (default 10)")
     parser.add_argument("--only", default=None, metavar="TEXT", help="only cases whose name contains TEXT")
+    parser.add_argument("--dtype", choices=DTYPES, default=None,
+                        help="run the cases in this dtype (the case file's bench_cases(dtype=...)); "
+                             "default: the file's own")
     parser.add_argument("--out", type=Path, default=None, metavar="JSON", help="write the results JSON here")
     parser.add_argument("--plot", type=Path, default=None, metavar="PNG", help="write the plot here")
     parser.add_argument("--markdown", type=Path, default=None, metavar="MD", help="write the Markdown table here")
@@ -54,7 +58,8 @@ def run(args, output) -> int:
     kernel = resolve(args.kernel) if args.kernel else resolve_for_build(bundle.root, bundle.name)
     with output.reporter() as events:
         report = run_bench(bundle, kernel, reps=args.reps, warmup=args.warmup, only=args.only,
-                           report=events, command=command, cpu_limit_s=None if args.allow_cpu else CPU_LIMIT_S)
+                           report=events, command=command, cpu_limit_s=None if args.allow_cpu else CPU_LIMIT_S,
+                           dtype=args.dtype)
     data = report.to_json()
     if args.out:
         atomic_write_text(args.out, json.dumps(data, indent=2) + "\n")

@@ -12,7 +12,9 @@
 # run after the build, before smoke and bench; sees RES, the results folder),
 # EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests), SEEDS (smoke seeds),
 # TUNE (kernels also built as tuning builds, -D<KERNEL>_TUNE_ENV, in parallel
-# with the others, and swept by scripts/gpu/sweep.py after the benches).
+# with the others, and swept by scripts/gpu/sweep.py after the benches),
+# DTYPES (e.g. "float16 float32": each kernel of DTYPE_BENCH, default KERNELS,
+# benched again per dtype after the bf16 benches: $RES/<k>-h200-<dtype>.*).
 # The smoke runs of all kernels go in parallel (correctness only); the benches
 # run one at a time, alone on the GPU.
 set -uo pipefail
@@ -109,6 +111,18 @@ for k in $KERNELS; do
   echo "bench $k rc=$? took $(( $(date +%s) - t0 )) s"
   python3 scripts/gpu/bench_summary.py "$RES/$k-h200.json"
   pack
+done
+for dt in ${DTYPES:-}; do
+  for k in ${DTYPE_BENCH-$KERNELS}; do
+    [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k $dt"; continue; }
+    t0=$(date +%s)
+    timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --dtype "$dt" \
+      --reps "${REPS:-100}" --out "$RES/$k-h200-$dt.json" --plot "$RES/$k-h200-$dt.png" \
+      --markdown "$RES/$k-h200-$dt.md" > /dev/null 2> "$RES/$k-bench-$dt.log"
+    echo "bench $k $dt rc=$? took $(( $(date +%s) - t0 )) s"
+    python3 scripts/gpu/bench_summary.py "$RES/$k-h200-$dt.json"
+    pack
+  done
 done
 for k in $TUNE; do
   [ "$(left)" -gt 20 ] || { echo "deadline: skipping sweep $k"; continue; }

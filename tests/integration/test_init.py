@@ -74,6 +74,17 @@ def test_backend_and_dtype_choices_shape_the_project(tmp_path):
     assert validate(result.root).problems == ()
 
 
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_bench_cases_default_to_the_narrowest_dtype_and_take_others(tmp_path, template):
+    from pipeline import bench
+
+    root = render("my-op", template, tmp_path / "my-op", dtypes=["fp32", "fp16"]).root
+    assert {c["dtype"] for c in bench.load_cases(root)} == {"float16"}
+    cases = bench.load_cases(root, "float32")
+    assert {c["dtype"] for c in cases} == {"float32"}
+    assert [c["name"] for c in cases] == [c["name"] for c in bench.load_cases(root)]
+
+
 @pytest.mark.parametrize("name", ["my_kernel", "MyKernel", "1st", "a", "ends-", "x y"])
 def test_rejects_names_kernels_rejects_with_the_rule(tmp_path, name):
     with pytest.raises(ValueError):

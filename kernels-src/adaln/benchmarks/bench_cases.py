@@ -4,7 +4,8 @@ Shapes (bf16): LTX-Video blocks (hidden 2048, RMSNorm without weight, then
 `* (1 + scale) + shift` with per-sample modulation [B, 1, 2048]; 6144 tokens
 is a 121-frame 512x768 video) and DiT-XL/PixArt blocks (hidden 1152,
 LayerNorm without affine). Baselines: the eager body as diffusers writes it,
-and the same through torch.compile.
+and the same through torch.compile. `bench_cases(dtype)` gives the same shapes
+in float16 or float32 (`pipeline bench --dtype`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-DTYPE = torch.bfloat16
 EPS = 1e-6
 
 
@@ -28,14 +28,15 @@ def eager_layer_modulate(x, scale, shift):
     return F.layer_norm(x, (x.shape[-1],), eps=EPS) * (1 + scale) + shift
 
 
-def _case(group: str, norm: str, batch: int, tokens: int, hidden: int) -> dict:
+def _case(group: str, norm: str, batch: int, tokens: int, hidden: int, dtype: str) -> dict:
     body = eager_rms_modulate if norm == "rms" else eager_layer_modulate
+    scalar = getattr(torch, dtype)
 
     def setup(kernel, device):
         g = torch.Generator(device=device).manual_seed(batch * 23 + tokens + hidden)
-        x = torch.randn(batch, tokens, hidden, generator=g, device=device, dtype=DTYPE)
-        scale = torch.randn(batch, 1, hidden, generator=g, device=device, dtype=DTYPE) * 0.1
-        shift = torch.randn(batch, 1, hidden, generator=g, device=device, dtype=DTYPE)
+        x = torch.randn(batch, tokens, hidden, generator=g, device=device, dtype=scalar)
+        scale = torch.randn(batch, 1, hidden, generator=g, device=device, dtype=scalar) * 0.1
+        shift = torch.randn(batch, 1, hidden, generator=g, device=device, dtype=scalar)
         out = torch.empty_like(x)
         compiled = torch.compile(body, dynamic=False, fullgraph=True)
         return {
@@ -45,25 +46,25 @@ def _case(group: str, norm: str, batch: int, tokens: int, hidden: int) -> dict:
         }
 
     # Read x, write out, read scale and shift once per sample.
-    nbytes = 2 * batch * tokens * hidden * DTYPE.itemsize + 2 * batch * hidden * DTYPE.itemsize
+    nbytes = 2 * batch * tokens * hidden * scalar.itemsize + 2 * batch * hidden * scalar.itemsize
     return {
         "name": f"adaln/{norm}/{batch}x{tokens}x{hidden}",
         "op": f"adaln ({'RMSNorm' if norm == 'rms' else 'LayerNorm'})",
         "group": group,
         "shape": f"{batch}x{tokens}x{hidden}",
-        "dtype": "bfloat16",
+        "dtype": dtype,
         "bytes": nbytes,
         "setup": setup,
         "baselines": ("eager", "torch.compile"),
     }
 
 
-def bench_cases() -> list[dict]:
+def bench_cases(dtype: str = "bfloat16") -> list[dict]:
     # LTX-Video: a 121-frame 512x768 video (6144 latent tokens), two of 16384, and
     # a short low-resolution clip (25 frames at 256x384: 4x8x12 = 384 tokens).
-    cases = [_case("LTX-Video", "rms", 1, 6144, 2048), _case("LTX-Video", "rms", 2, 16384, 2048),
-             _case("LTX-Video", "rms", 1, 384, 2048)]
+    cases = [_case("LTX-Video", "rms", 1, 6144, 2048, dtype), _case("LTX-Video", "rms", 2, 16384, 2048, dtype),
+             _case("LTX-Video", "rms", 1, 384, 2048, dtype)]
     # PixArt at 1024 px (4096 tokens) and DiT-XL/2 at 256 px (256 tokens), batches of 2 and 8.
-    cases += [_case("DiT-XL/PixArt", "layer", b, 4096, 1152) for b in (2, 8)]
-    cases += [_case("DiT-XL/2 256px", "layer", b, 256, 1152) for b in (2, 8)]
+    cases += [_case("DiT-XL/PixArt", "layer", b, 4096, 1152, dtype) for b in (2, 8)]
+    cases += [_case("DiT-XL/2 256px", "layer", b, 256, 1152, dtype) for b in (2, 8)]
     return cases

@@ -6,7 +6,8 @@ rows of head_dim 128, and 64), the hidden sizes of larger models (5120:
 Qwen3-32B; 7168: DeepSeek-V3; 8192: Llama-3-70B; 16384: Llama-3-405B, with
 their decode batches), and the LTX-Video transformer (hidden 2048 and 3072).
 Cases of at most 8 MiB are also timed under CUDA-graph replay (pipeline/bench.py).
-Baselines:
+`bench_cases(dtype)` gives the same shapes in float16 or float32 (`pipeline bench
+--dtype`). Baselines:
 
 * eager: the composite the Hugging Face blog post measured against
   (`x.float()`, `pow(2).mean(-1)`, `rsqrt`, multiply, cast back, times weight),
@@ -23,7 +24,6 @@ import torch
 import torch.nn.functional as F
 
 EPS = 1e-6
-DTYPE = torch.bfloat16
 
 QWEN3_TOKENS = (128, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 DECODE_TOKENS = (1, 8, 32, 64)
@@ -58,11 +58,13 @@ def add_then_f_rms_norm(x, residual, weight, eps: float = EPS):
     return F.rms_norm(s, (s.shape[-1],), weight, eps), s
 
 
-def _rms_norm_case(group: str, tokens: int, hidden: int) -> dict:
+def _rms_norm_case(group: str, tokens: int, hidden: int, dtype: str) -> dict:
+    scalar = getattr(torch, dtype)
+
     def setup(kernel, device):
         g = torch.Generator(device=device).manual_seed(tokens * 7 + hidden)
-        x = torch.randn(tokens, hidden, generator=g, device=device, dtype=DTYPE)
-        w = torch.randn(hidden, generator=g, device=device, dtype=DTYPE)
+        x = torch.randn(tokens, hidden, generator=g, device=device, dtype=scalar)
+        w = torch.randn(hidden, generator=g, device=device, dtype=scalar)
         out = torch.empty_like(x)
         compiled = torch.compile(eager_rms_norm, dynamic=False, fullgraph=True)
         return {
@@ -73,25 +75,27 @@ def _rms_norm_case(group: str, tokens: int, hidden: int) -> dict:
         }
 
     # Fewest bytes: read x, write out, read the weight once.
-    nbytes = 2 * tokens * hidden * DTYPE.itemsize + hidden * DTYPE.itemsize
+    nbytes = 2 * tokens * hidden * scalar.itemsize + hidden * scalar.itemsize
     return {
         "name": f"rms_norm/{tokens}x{hidden}",
         "op": "rms_norm",
         "group": group,
         "shape": f"{tokens}x{hidden}",
-        "dtype": "bfloat16",
+        "dtype": dtype,
         "bytes": nbytes,
         "setup": setup,
         "baselines": ("eager", "F.rms_norm", "torch.compile"),
     }
 
 
-def _fused_case(group: str, tokens: int, hidden: int) -> dict:
+def _fused_case(group: str, tokens: int, hidden: int, dtype: str) -> dict:
+    scalar = getattr(torch, dtype)
+
     def setup(kernel, device):
         g = torch.Generator(device=device).manual_seed(tokens * 11 + hidden)
-        x = torch.randn(tokens, hidden, generator=g, device=device, dtype=DTYPE)
-        r = torch.randn(tokens, hidden, generator=g, device=device, dtype=DTYPE)
-        w = torch.randn(hidden, generator=g, device=device, dtype=DTYPE)
+        x = torch.randn(tokens, hidden, generator=g, device=device, dtype=scalar)
+        r = torch.randn(tokens, hidden, generator=g, device=device, dtype=scalar)
+        w = torch.randn(hidden, generator=g, device=device, dtype=scalar)
         out, res_out = torch.empty_like(x), torch.empty_like(x)
         compiled = torch.compile(eager_add_rms_norm, dynamic=False, fullgraph=True)
         return {
@@ -101,26 +105,26 @@ def _fused_case(group: str, tokens: int, hidden: int) -> dict:
         }
 
     # Read x and residual, write out and residual_out, read the weight once.
-    nbytes = 4 * tokens * hidden * DTYPE.itemsize + hidden * DTYPE.itemsize
+    nbytes = 4 * tokens * hidden * scalar.itemsize + hidden * scalar.itemsize
     return {
         "name": f"fused_add_rms_norm/{tokens}x{hidden}",
         "op": "fused_add_rms_norm",
         "group": group,
         "shape": f"{tokens}x{hidden}",
-        "dtype": "bfloat16",
+        "dtype": dtype,
         "bytes": nbytes,
         "setup": setup,
         "baselines": ("add + F.rms_norm", "torch.compile"),
     }
 
 
-def bench_cases() -> list[dict]:
-    cases = [_rms_norm_case("Qwen3-8B decode", t, 4096) for t in DECODE_TOKENS]
-    cases += [_rms_norm_case("Qwen3-8B", t, 4096) for t in QWEN3_TOKENS]
-    cases += [_rms_norm_case("Qwen3 q/k norm", rows, hidden) for rows, hidden in PER_HEAD]
-    cases += [_rms_norm_case(group, rows, hidden) for group, rows, hidden in WIDE]
+def bench_cases(dtype: str = "bfloat16") -> list[dict]:
+    cases = [_rms_norm_case("Qwen3-8B decode", t, 4096, dtype) for t in DECODE_TOKENS]
+    cases += [_rms_norm_case("Qwen3-8B", t, 4096, dtype) for t in QWEN3_TOKENS]
+    cases += [_rms_norm_case("Qwen3 q/k norm", rows, hidden, dtype) for rows, hidden in PER_HEAD]
+    cases += [_rms_norm_case(group, rows, hidden, dtype) for group, rows, hidden in WIDE]
     for hidden in (2048, 3072):
-        cases += [_rms_norm_case("LTX-Video", t, hidden) for t in LTX_TOKENS]
-    cases += [_fused_case("Qwen3-8B decode", t, 4096) for t in DECODE_TOKENS]
-    cases += [_fused_case("Qwen3-8B", t, 4096) for t in QWEN3_TOKENS]
+        cases += [_rms_norm_case("LTX-Video", t, hidden, dtype) for t in LTX_TOKENS]
+    cases += [_fused_case("Qwen3-8B decode", t, 4096, dtype) for t in DECODE_TOKENS]
+    cases += [_fused_case("Qwen3-8B", t, 4096, dtype) for t in QWEN3_TOKENS]
     return cases
