@@ -55,6 +55,13 @@ SWEEPS = {
         "rms_norm/2048x128": ["6,1,0,0,1,0", "6,2,0,0,1,0", "6,4,0,0,1,0"],
         "fused_add_rms_norm/1x4096": ["0,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0"],
     }),
+    # Prepared for the next device call (rmsnorm_v5_h200.sh; NOTES.md "Version 5 plan"): per-head rows
+    # with more rows in flight per lane group, up to 8 vectors per lane (2 x 4: 8 lanes of 2 vectors on
+    # 4 rows for hidden 128; 4 x 2: 4 lanes of 4 vectors on 2 rows).
+    "rmsnorm3": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["6,1,0,0,2,0", "6,2,0,0,4,0", "6,4,0,0,2,0", "6,2,0,0,2,0", "6,1,0,0,4,0"]
+           for s in ("262144x128", "70000x128", "65536x128", "262144x64", "65536x64", "2048x128")},
+    }),
     "adaln": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,32,4", "8,32,8", "4,64,2", "4,64,4", "2,128,1", "8,32,2"]
            for s in ("1x6144x2048", "2x16384x2048")},

@@ -75,6 +75,15 @@
 #ifndef RMSNORM_ASYNC_MAX_THREADS
 #define RMSNORM_ASYNC_MAX_THREADS 128
 #endif
+// The row sum's dependency chains (an experiment, NOTES.md "Version 5 plan"):
+// 0 one accumulator per thread (ss += x * x, element after element) and the
+// block's per-warp partials added in a runtime-length loop; K > 1 (a power of
+// two) K independent accumulators added as a tree, and the partials read in
+// one unrolled, predicated batch and added as a tree. Only the summation order
+// changes.
+#ifndef RMSNORM_TREE_SUM
+#define RMSNORM_TREE_SUM 0
+#endif
 // rows_reg's __launch_bounds__: 512 threads, and a minimum number
 // of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
 // 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
@@ -195,6 +204,45 @@ __device__ __forceinline__ void store_out(T* p, const Vec16<T>& v) {
 #endif
 }
 
+// The sum of K (a power of two) floats as a tree: log2(K) dependent adds. One
+// template level per tree level, so every stride is a constant (written as
+// loops over the level, nvcc kept a loop over a register array: predicated
+// moves instead of adds).
+template <int K>
+struct Tree {
+  static_assert((K & (K - 1)) == 0, "Tree: K must be a power of two");
+  static __device__ __forceinline__ float sum(float* v) {
+#pragma unroll
+    for (int i = 0; i < K / 2; ++i) v[i] += v[i + K / 2];
+    return Tree<K / 2>::sum(v);
+  }
+};
+template <>
+struct Tree<1> {
+  static __device__ __forceinline__ float sum(float* v) { return v[0]; }
+};
+template <int K>
+__device__ __forceinline__ float tree_sum(float (&v)[K]) {
+  return Tree<K>::sum(v);
+}
+
+// Accumulators for sums of squares: K = RMSNORM_TREE_SUM independent chains
+// (one when 0). With one, add_squares is exactly `ss += f[j] * f[j]` in order.
+constexpr int kSumChains = RMSNORM_TREE_SUM > 1 ? RMSNORM_TREE_SUM : 1;
+struct SquareSum {
+  float acc[kSumChains];
+  __device__ __forceinline__ SquareSum() {
+#pragma unroll
+    for (int k = 0; k < kSumChains; ++k) acc[k] = 0.f;
+  }
+  template <int N>
+  __device__ __forceinline__ void add(const float (&f)[N]) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) acc[j % kSumChains] += f[j] * f[j];
+  }
+  __device__ __forceinline__ float total() { return tree_sum(acc); }
+};
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -212,9 +260,17 @@ __device__ __forceinline__ float group_sum(float v, int tx, int ty, int TX, floa
   float* buf = red + parity * 32;
   if ((tx & 31) == 0) buf[ty * wpr + (tx >> 5)] = v;
   __syncthreads();
+#if RMSNORM_TREE_SUM
+  // wpr <= 16 (TX <= 512): every load issued before the first add.
+  float part[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) part[i] = i < wpr ? buf[ty * wpr + i] : 0.f;
+  return tree_sum(part);
+#else
   float s = 0.f;
   for (int i = 0; i < wpr; ++i) s += buf[ty * wpr + i];
   return s;
+#endif
 }
 
 // blockDim = (TX, TY). VPT 16-byte vectors per thread; requires
@@ -273,18 +329,17 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
         }
       }
     }
-    float ss = 0.f;
+    SquareSum sq;
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int c = i * TX + tx;
       if (live && c < nvec) {
         float f[N];
         unpack(a[i], f);
-#pragma unroll
-        for (int j = 0; j < N; ++j) ss += f[j] * f[j];
+        sq.add(f);
       }
     }
-    ss = group_sum(ss, tx, ty, TX, red, parity);
+    const float ss = group_sum(sq.total(), tx, ty, TX, red, parity);
     parity ^= 1;
     const float inv = rsqrtf(ss * inv_h + p.eps);
 #pragma unroll
@@ -582,7 +637,8 @@ inline Config small_config(int64_t rows, int nvec, int force_vpt, int force_tx, 
   c.vpt = force_vpt ? force_vpt : (nvec <= 32 ? 1 : 2);
   if (c.vpt != 1 && c.vpt != 2 && c.vpt != 4) c.vpt = 2;
   c.rpt = force_rpt ? force_rpt : (c.vpt == 1 ? 2 : 1);
-  if (c.vpt * c.rpt > 4 || (c.rpt != 1 && c.rpt != 2 && c.rpt != 4)) c.rpt = 1;
+  // At most 8 vectors in flight per lane (2 x 4 and 4 x 2 only when forced: the tuner's).
+  if (c.vpt * c.rpt > 8 || (c.rpt != 1 && c.rpt != 2 && c.rpt != 4)) c.rpt = 1;
   int tpr = 1 << log2_ceil((nvec + c.vpt - 1) / c.vpt);
   if (force_tx && (force_tx & (force_tx - 1)) == 0 && force_tx * c.vpt >= nvec) tpr = force_tx;
   if (tpr > 32) {  // the row does not fit in a warp at this vpt
@@ -718,8 +774,11 @@ inline const void* small_ptr(const Config& c) {
     if (c.rpt == 2) return (const void*)rows_small<T, 1, 2, FUSED>;
     return (const void*)rows_small<T, 1, 1, FUSED>;
   }
-  if (c.vpt == 2) return c.rpt == 2 ? (const void*)rows_small<T, 2, 2, FUSED> : (const void*)rows_small<T, 2, 1, FUSED>;
-  return (const void*)rows_small<T, 4, 1, FUSED>;
+  if (c.vpt == 2) {
+    if (c.rpt == 4) return (const void*)rows_small<T, 2, 4, FUSED>;
+    return c.rpt == 2 ? (const void*)rows_small<T, 2, 2, FUSED> : (const void*)rows_small<T, 2, 1, FUSED>;
+  }
+  return c.rpt == 2 ? (const void*)rows_small<T, 4, 2, FUSED> : (const void*)rows_small<T, 4, 1, FUSED>;
 }
 
 template <typename T, bool FUSED>
@@ -755,10 +814,12 @@ inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_
     else if (c.rpt == 2) rows_small<T, 1, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
     else rows_small<T, 1, 1, FUSED><<<grid, block, 0, stream>>>(p, l);
   } else if (c.vpt == 2) {
-    if (c.rpt == 2) rows_small<T, 2, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
+    if (c.rpt == 4) rows_small<T, 2, 4, FUSED><<<grid, block, 0, stream>>>(p, l);
+    else if (c.rpt == 2) rows_small<T, 2, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
     else rows_small<T, 2, 1, FUSED><<<grid, block, 0, stream>>>(p, l);
   } else {
-    rows_small<T, 4, 1, FUSED><<<grid, block, 0, stream>>>(p, l);
+    if (c.rpt == 2) rows_small<T, 4, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
+    else rows_small<T, 4, 1, FUSED><<<grid, block, 0, stream>>>(p, l);
   }
   return cudaGetLastError();
 }

@@ -79,17 +79,17 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
       const int64_t row = base + (int64_t)r * groups + group;
-      ss[r] = 0.f;
+      SquareSum sq;
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
         if (row < p.rows && c < nvec) {
           float f[N];
           unpack(a[r][i], f);
-#pragma unroll
-          for (int j = 0; j < N; ++j) ss[r] += f[j] * f[j];
+          sq.add(f);
         }
       }
+      ss[r] = sq.total();
     }
     // Every lane of the warp takes part (the loop is uniform over the block):
     // xor offsets below TPR stay inside the row group.
