@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
 # Prepared for the next device call on issue 19 (rmsnorm, NOTES.md "Version 5 plan"):
-#  - the shipped source (its SASS is that of the recorded run: checked with cuobjdump, all 108
-#    kernels) built and benched as the base;
-#  - the same source built with -DRMSNORM_TREE_SUM=4 (four independent sum-of-squares chains and
-#    the block's partials read in one batch, added as trees), smoked (1 seed) and benched beside it;
-#  - a tuning build swept over the per-head launch shapes with up to 8 vectors per lane (sweep
-#    set rmsnorm3: 8 lanes x 2 vectors x 4 rows for hidden 128).
+#  - the shipped source (its SASS is that of the recorded run, kernel names aside: checked
+#    with cuobjdump, all 108 kernels) built and benched as the base;
+#  - two builds of the same source beside it, benched on the hidden-4096 cases (decode to
+#    32768 rows, plain and fused) and compared (compare_bench.py):
+#      i32:      -DRMSNORM_DECODE_I32=1 (rows_reg without its row loop, 32-bit offsets)
+#      i32tree:  the same and -DRMSNORM_TREE_SUM=4 (tree sums), smoked with 1 seed;
+#  - a tuning build swept over per-head launch shapes with up to 8 vectors per lane (set rmsnorm3).
 # Device tool: carry [".whl"], command `bash scripts/gpu/rmsnorm_v5_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
-rm -rf /tmp/rms-tree /tmp/tree.done && cp -r kernels-src/rmsnorm /tmp/rms-tree
-sed -i 's/^cuda-flags = \[/cuda-flags = ["-DRMSNORM_TREE_SUM=4", /' /tmp/rms-tree/build.toml
-grep -n "cuda-flags" /tmp/rms-tree/build.toml
-( for _ in $(seq 60); do [ -d /tmp/site/kernels ] && break; sleep 1; done; sleep 3
-  PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=4 python3 -m pipeline build /tmp/rms-tree \
-    --backend local --out /tmp/build-rms-tree > /tmp/rms-tree.log 2>&1; echo "rc=$?" > /tmp/tree.done ) &
-TREE='while [ ! -f /tmp/tree.done ]; do sleep 2; done; echo "build tree $(cat /tmp/tree.done)"; tail -n 2 /tmp/rms-tree.log
-python3 -m pipeline smoke /tmp/build-rms-tree --kernel /tmp/rms-tree --seeds 1 --json > "$RES/rms-tree-smoke.json" \
-  2> "$RES/rms-tree-smoke.log"; echo "smoke tree rc=$?"
-python3 -m pipeline bench /tmp/build-rms-tree --kernel kernels-src/rmsnorm --reps 100 --out "$RES/rms-tree-h200.json" \
-  > /dev/null 2> "$RES/rms-tree-bench.log"; echo "bench tree rc=$?"
-python3 scripts/gpu/compare_bench.py base="$RES/rmsnorm-h200.json" tree="$RES/rms-tree-h200.json"'
-MAX_JOBS=12 DEADLINE=${DEADLINE:-540} KERNELS="rmsnorm" SMOKE="" BENCH="rmsnorm" TUNE="rmsnorm" SWEEP="rmsnorm3" \
-  TESTS=0 EXTRA_LAST="$TREE" bash scripts/gpu/run_all_h200.sh
+rm -f /tmp/v*.done
+for v in 'i32=-DRMSNORM_DECODE_I32=1' 'i32tree=-DRMSNORM_DECODE_I32=1", "-DRMSNORM_TREE_SUM=4'; do
+  n=${v%%=*}; f=${v#*=}
+  rm -rf "/tmp/rms-$n" && cp -r kernels-src/rmsnorm "/tmp/rms-$n"
+  sed -i "s/^cuda-flags = \[/cuda-flags = [\"$f\", /" "/tmp/rms-$n/build.toml"
+  grep -n "cuda-flags" "/tmp/rms-$n/build.toml"
+  ( for _ in $(seq 60); do [ -d /tmp/site/kernels ] && break; sleep 1; done; sleep 3
+    PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=4 python3 -m pipeline build "/tmp/rms-$n" \
+      --backend local --out "/tmp/build-rms-$n" > "/tmp/rms-$n.log" 2>&1; echo "rc=$?" > "/tmp/v-$n.done" ) &
+done
+VARIANTS='for n in i32 i32tree; do
+  while [ ! -f /tmp/v-$n.done ]; do sleep 2; done; echo "build $n $(cat /tmp/v-$n.done)"; tail -n 1 /tmp/rms-$n.log
+done
+python3 -m pipeline smoke /tmp/build-rms-i32tree --kernel /tmp/rms-i32tree --seeds 1 --json \
+  > "$RES/rms-i32tree-smoke.json" 2> "$RES/rms-i32tree-smoke.log"; echo "smoke i32tree rc=$?"
+for n in i32 i32tree; do
+  python3 -m pipeline bench /tmp/build-rms-$n --kernel kernels-src/rmsnorm --only x4096 --reps 100 \
+    --out "$RES/rms-$n-h200.json" > /dev/null 2> "$RES/rms-$n-bench.log"; echo "bench $n rc=$?"
+done
+python3 scripts/gpu/compare_bench.py base="$RES/rmsnorm-h200.json" i32="$RES/rms-i32-h200.json" \
+  i32tree="$RES/rms-i32tree-h200.json"'
+MAX_JOBS=8 DEADLINE=${DEADLINE:-550} KERNELS="rmsnorm" SMOKE="" BENCH="rmsnorm" TUNE="rmsnorm" SWEEP="rmsnorm3" \
+  TESTS=0 EXTRA_LAST="$VARIANTS" bash scripts/gpu/run_all_h200.sh

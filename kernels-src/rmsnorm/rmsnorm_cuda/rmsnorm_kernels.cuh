@@ -84,6 +84,12 @@
 #ifndef RMSNORM_TREE_SUM
 #define RMSNORM_TREE_SUM 0
 #endif
+// rows_reg without its row loop and with 32-bit offsets where they fit (an
+// experiment, NOTES.md "Version 5 plan": the decode launch's x load waits on
+// the loop's exit test and 64-bit offset arithmetic). 0: off (the shipped build).
+#ifndef RMSNORM_DECODE_I32
+#define RMSNORM_DECODE_I32 0
+#endif
 // rows_reg's __launch_bounds__: 512 threads, and a minimum number
 // of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
 // 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
@@ -277,7 +283,10 @@ __device__ __forceinline__ float group_sum(float v, int tx, int ty, int TX, floa
 // hidden % N == 0, 16-byte aligned rows, and hidden / N <= VPT * TX.
 // The weight is held in registers across rows when VPT <= 4 (it costs as many
 // registers as the row itself); at VPT 8 it is re-read per row through L1.
-template <typename T, int VPT, bool FUSED>
+// I, LOOP (RMSNORM_DECODE_I32's experiment; defaults: int64_t, true): the
+// offsets' type, and whether blocks stride over rows (false: the grid holds
+// one block per TY rows, so no row loop and no early-exit test before the loads).
+template <typename T, int VPT, bool FUSED, typename I = int64_t, bool LOOP = true>
 __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
@@ -291,27 +300,27 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int c = i * TX + tx;
-      if (c < nvec) w[i] = load_ro(p.weight + (int64_t)c * N);
+      if (c < nvec) w[i] = load_ro(p.weight + (I)c * N);
     }
   }
   const float inv_h = p.inv_hidden;
   int parity = 0;
-  for (int64_t base = (int64_t)blockIdx.x * TY; base < p.rows; base += (int64_t)gridDim.x * TY) {
-    const int64_t row = base + ty;
-    const bool live = row < p.rows;
+  for (I base = (I)blockIdx.x * TY; !LOOP || base < (I)p.rows; base += (I)gridDim.x * TY) {
+    const I row = base + ty;
+    const bool live = row < (I)p.rows;
     V a[VPT];
     // Issue every load of the row before the first use.
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int c = i * TX + tx;
-      if (live && c < nvec) a[i] = load_stream(p.x + row * p.x_stride + (int64_t)c * N);
+      if (live && c < nvec) a[i] = load_stream(p.x + row * (I)p.x_stride + (I)c * N);
     }
     if constexpr (FUSED) {
       V r[VPT];
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * TX + tx;
-        if (live && c < nvec) r[i] = load_stream(p.residual + row * p.res_stride + (int64_t)c * N);
+        if (live && c < nvec) r[i] = load_stream(p.residual + row * (I)p.res_stride + (I)c * N);
       }
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
@@ -325,7 +334,7 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
           // Round to T first: the normalised output is then exactly
           // rms_norm(residual_out), as an unfused add + norm would give.
           a[i] = pack<T>(fa);
-          store_out(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a[i]);
+          store_out(p.residual_out + row * (I)p.hidden + (I)c * N, a[i]);
         }
       }
     }
@@ -347,15 +356,16 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
       const int c = i * TX + tx;
       if (live && c < nvec) {
         V wv;
-        if constexpr (W_IN_REGS) wv = w[i]; else wv = load_ro(p.weight + (int64_t)c * N);
+        if constexpr (W_IN_REGS) wv = w[i]; else wv = load_ro(p.weight + (I)c * N);
         float f[N], g[N];
         unpack(a[i], f);
         unpack(wv, g);
 #pragma unroll
         for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
-        store_out(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
+        store_out(p.out + row * (I)p.hidden + (I)c * N, pack<T>(f));
       }
     }
+    if constexpr (!LOOP) break;
   }
 }
 
@@ -843,6 +853,15 @@ inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStrea
   return cudaLaunchKernelEx(&cfg, rows_cluster<T, 4, FUSED>, p, c.slice);
 }
 
+// Every element offset a launch forms (rows x row stride, and the contiguous
+// outputs' rows x hidden) below 2^31: int32_t offsets are exact.
+template <typename T>
+inline bool offsets_fit_i32(const Params<T>& p) {
+  const int64_t stride = p.x_stride > p.res_stride ? p.x_stride : p.res_stride;
+  const int64_t widest = stride > p.hidden ? stride : (int64_t)p.hidden;
+  return p.rows * widest + p.hidden < (int64_t(1) << 31);
+}
+
 // `smem`: dynamic shared memory per block, unused by the kernels; the tuner
 // sets it to cap how many blocks share a multiprocessor.
 template <typename T, bool FUSED>
@@ -851,6 +870,17 @@ inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stre
   if (c.kind == 7) return launch_cluster<T, FUSED>(p, c, stream);
   dim3 block(c.tx, c.ty);
   dim3 grid((unsigned)c.grid);
+#if RMSNORM_DECODE_I32
+  if (c.kind == 0 && smem == 0 && offsets_fit_i32(p) && c.grid * c.ty >= p.rows) {
+    switch (c.vpt) {
+      case 1: rows_reg<T, 1, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+      case 2: rows_reg<T, 2, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+      case 4: rows_reg<T, 4, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+      default: rows_reg<T, 8, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+    }
+    return cudaGetLastError();
+  }
+#endif
   if (c.kind == 0) {
     switch (c.vpt) {
       case 1: rows_reg<T, 1, FUSED><<<grid, block, smem, stream>>>(p); break;
