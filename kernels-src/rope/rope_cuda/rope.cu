@@ -26,6 +26,13 @@
 
 #include "cuda_pack.cuh"
 
+// The slab kernel with y_is_mid and wrap as compile-time constants where the
+// launch allows (an experiment, NOTES.md "Version 4 plan": the decode step's
+// loads wait on the runtime y_is_mid / wrap branches): 0 off (shipped).
+#ifndef ROPE_SLAB_STATIC
+#define ROPE_SLAB_STATIC 0
+#endif
+
 namespace {
 
 using rope_cuda::Pack16;
@@ -133,15 +140,21 @@ enum class Pairing { kInterleaved, kSplit, kPair };
 
 // I: the index type, int32_t where every offset of x and of the tables fits
 // (fewer instructions per pack; the host checks), int64_t otherwise.
-template <typename T, typename TC, Pairing P, typename I>
+// FORM: where the slab's y_is_mid and wrap come from: kFormRuntime the Slab
+// (the shipped launches); kFormDecode / kFormPlain compile-time (y_is_mid and
+// no wrap / neither), for ROPE_SLAB_STATIC's experiment (NOTES.md, version 4 plan).
+constexpr int kFormRuntime = 0, kFormDecode = 1, kFormPlain = 2;
+template <typename T, typename TC, Pairing P, typename I, int FORM = kFormRuntime>
 __global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, const TC* __restrict__ cos,
                                                         const TC* __restrict__ sin, Slab s) {
   constexpr int N = Pack16<T>::N;
+  const bool y_is_mid = FORM == kFormRuntime ? s.y_is_mid : FORM == kFormDecode;
+  const bool wrap = FORM == kFormRuntime ? s.wrap : false;
   // Fits 32 bits: the host launches this kernel only for inner * G (or mid) < 2^31.
   const unsigned q = blockIdx.x * blockDim.y + threadIdx.y;
   unsigned i = 0, g = 0;
   I m;
-  if (s.y_is_mid) {
+  if (y_is_mid) {
     if (q >= static_cast<unsigned>(s.mid)) return;
     m = q;
   } else {
@@ -156,7 +169,7 @@ __global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, cons
   const I t = (static_cast<I>(blockIdx.z) * static_cast<I>(s.mid) + m) * static_cast<I>(s.inner) + static_cast<I>(i);
   if (t >= static_cast<I>(s.rows)) return;
   I trow = static_cast<I>(blockIdx.z) * static_cast<I>(s.o_stride) + static_cast<I>(i);
-  if (s.wrap) trow %= static_cast<I>(s.R);
+  if (wrap) trow %= static_cast<I>(s.R);
   const I head = t * static_cast<I>(s.C) + static_cast<I>(g) * static_cast<I>(s.D);
   const T* xh = x + head;
   T* oh = out + head;
@@ -246,15 +259,24 @@ inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid
   return true;
 }
 
-template <typename T, typename TC, typename I>
+template <typename T, typename TC, typename I, int FORM = kFormRuntime>
 void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T* out, const T* x, const TC* cos,
                  const TC* sin, const Slab& slab) {
+#if ROPE_SLAB_STATIC
+  if constexpr (FORM == kFormRuntime) {
+    if (!slab.wrap) {
+      if (slab.y_is_mid) launch_slab<T, TC, I, kFormDecode>(pairing, grid, block, stream, out, x, cos, sin, slab);
+      else launch_slab<T, TC, I, kFormPlain>(pairing, grid, block, stream, out, x, cos, sin, slab);
+      return;
+    }
+  }
+#endif
   if (pairing == Pairing::kInterleaved)
-    rope_slab_kernel<T, TC, Pairing::kInterleaved, I><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kInterleaved, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
   else if (pairing == Pairing::kSplit)
-    rope_slab_kernel<T, TC, Pairing::kSplit, I><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kSplit, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
   else
-    rope_slab_kernel<T, TC, Pairing::kPair, I><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kPair, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
 }
 
 template <typename T, typename TC>
