@@ -8,18 +8,11 @@
 # Device tool: carry [".whl"], command `bash scripts/gpu/rmsnorm_loads_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
-rm -f /tmp/v*.done
-for v in 'v1=-DRMSNORM_LOAD_CS=2", "-DRMSNORM_W_NC=0' 'v2=-DRMSNORM_LOAD_CS=2'; do
-  n=${v%%=*}; f=${v#*=}
-  rm -rf "/tmp/rms-$n" && cp -r kernels-src/rmsnorm "/tmp/rms-$n"
-  sed -i "s/^cuda-flags = \[/cuda-flags = [\"$f\", /" "/tmp/rms-$n/build.toml"
-  grep -n "cuda-flags" "/tmp/rms-$n/build.toml"
-  ( for _ in $(seq 60); do [ -d /tmp/site/kernels ] && break; sleep 1; done; sleep 3
-    PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=4 python3 -m pipeline build "/tmp/rms-$n" \
-      --backend local --out "/tmp/build-rms-$n" > "/tmp/rms-$n.log" 2>&1; echo "rc=$?" > "/tmp/$n.done" ) &
-done
+# (the copies are built by variant_build.sh, folded out of this script after the call: the same steps)
+bash scripts/gpu/variant_build.sh rmsnorm rms-v1 -DRMSNORM_LOAD_CS=2 -DRMSNORM_W_NC=0 &
+bash scripts/gpu/variant_build.sh rmsnorm rms-v2 -DRMSNORM_LOAD_CS=2 &
 VARIANTS='for n in v1 v2; do
-  while [ ! -f /tmp/$n.done ]; do sleep 2; done; echo "build $n $(cat /tmp/$n.done)"
+  while [ ! -f /tmp/rms-$n.done ]; do sleep 2; done; echo "build $n $(cat /tmp/rms-$n.done)"
   python3 -m pipeline bench /tmp/build-rms-$n --kernel kernels-src/rmsnorm --reps 100 --out "$RES/rms-$n-h200.json" \
     > /dev/null 2> "$RES/rms-$n-bench.log"; echo "bench $n rc=$?"
 done

@@ -10,18 +10,10 @@
 # Device tool: carry [".whl"], command `bash scripts/gpu/rmsnorm_v5_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
-rm -f /tmp/v*.done
-for v in 'i32=-DRMSNORM_DECODE_I32=1' 'i32tree=-DRMSNORM_DECODE_I32=1", "-DRMSNORM_TREE_SUM=4'; do
-  n=${v%%=*}; f=${v#*=}
-  rm -rf "/tmp/rms-$n" && cp -r kernels-src/rmsnorm "/tmp/rms-$n"
-  sed -i "s/^cuda-flags = \[/cuda-flags = [\"$f\", /" "/tmp/rms-$n/build.toml"
-  grep -n "cuda-flags" "/tmp/rms-$n/build.toml"
-  ( for _ in $(seq 60); do [ -d /tmp/site/kernels ] && break; sleep 1; done; sleep 3
-    PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=4 python3 -m pipeline build "/tmp/rms-$n" \
-      --backend local --out "/tmp/build-rms-$n" > "/tmp/rms-$n.log" 2>&1; echo "rc=$?" > "/tmp/v-$n.done" ) &
-done
+bash scripts/gpu/variant_build.sh rmsnorm rms-i32 -DRMSNORM_DECODE_I32=1 &
+bash scripts/gpu/variant_build.sh rmsnorm rms-i32tree -DRMSNORM_DECODE_I32=1 -DRMSNORM_TREE_SUM=4 &
 VARIANTS='for n in i32 i32tree; do
-  while [ ! -f /tmp/v-$n.done ]; do sleep 2; done; echo "build $n $(cat /tmp/v-$n.done)"; tail -n 1 /tmp/rms-$n.log
+  while [ ! -f /tmp/rms-$n.done ]; do sleep 2; done; echo "build $n $(cat /tmp/rms-$n.done)"; tail -n 1 /tmp/rms-$n.log
 done
 python3 -m pipeline smoke /tmp/build-rms-i32tree --kernel /tmp/rms-i32tree --seeds 1 --json \
   > "$RES/rms-i32tree-smoke.json" 2> "$RES/rms-i32tree-smoke.log"; echo "smoke i32tree rc=$?"

@@ -6,17 +6,8 @@
 # Device tool: carry [".whl"], command `bash scripts/gpu/rope_static_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
-rm -rf /tmp/rope-static /tmp/static.done && cp -r kernels-src/rope /tmp/rope-static
-if grep -q '^cuda-flags' /tmp/rope-static/build.toml; then
-  sed -i 's/^cuda-flags = \[/cuda-flags = ["-DROPE_SLAB_STATIC=1", /' /tmp/rope-static/build.toml
-else
-  sed -i '0,/^backend = "cuda"/s//backend = "cuda"\ncuda-flags = ["-O3", "-DROPE_SLAB_STATIC=1"]/' /tmp/rope-static/build.toml
-fi
-grep -n "cuda-flags" /tmp/rope-static/build.toml
-( for _ in $(seq 60); do [ -d /tmp/site/kernels ] && break; sleep 1; done; sleep 3
-  PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=4 python3 -m pipeline build /tmp/rope-static \
-    --backend local --out /tmp/build-rope-static > /tmp/rope-static.log 2>&1; echo "rc=$?" > /tmp/static.done ) &
-STATIC='while [ ! -f /tmp/static.done ]; do sleep 2; done; echo "build static $(cat /tmp/static.done)"; tail -n 1 /tmp/rope-static.log
+bash scripts/gpu/variant_build.sh rope rope-static -DROPE_SLAB_STATIC=1 &
+STATIC='while [ ! -f /tmp/rope-static.done ]; do sleep 2; done; echo "build static $(cat /tmp/rope-static.done)"; tail -n 1 /tmp/rope-static.log
 python3 -m pipeline smoke /tmp/build-rope-static --kernel /tmp/rope-static --seeds 2 --json \
   > "$RES/rope-static-smoke.json" 2> "$RES/rope-static-smoke.log"; echo "smoke static rc=$?"
 python3 -m pipeline bench /tmp/build-rope-static --kernel kernels-src/rope --reps 100 --out "$RES/rope-static-h200.json" \
