@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING
 
 # The tables and the plot live in pipeline.bench_report; importable from here too.
 from pipeline.bench_report import load_results, markdown_table, plot, target_misses  # noqa: F401
-from pipeline.casefile import import_case_function
+from pipeline.casefile import call_cases, import_case_function
 from pipeline.errors import BenchError, SmokeError
 from pipeline.events import Event, Reporter, quiet
 from pipeline.smoke import load_variant
@@ -177,11 +177,8 @@ def load_cases(path: Path, dtype: str | None = None) -> list[dict]:
                          code="bench-dtype-unsupported",
                          hint="def bench_cases(dtype: str = \"bfloat16\") -> list[dict], building each case's "
                               "tensors in that dtype and naming it in the case's \"dtype\"")
-    try:
-        cases = list(make(**({"dtype": dtype} if dtype is not None else {})))
-    except Exception as exc:
-        raise BenchError(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path),
-                         code="bench-cases-failed") from None
+    cases = call_cases(make, path, error=BenchError, code="bench-cases-failed",
+                       arguments={"dtype": dtype} if dtype is not None else None)
     problems = []
     for i, case in enumerate(cases):
         for key in ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines"):

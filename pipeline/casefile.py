@@ -29,11 +29,14 @@ def import_case_function(path: Path, function: str, *, error: type[PipelineError
         raise error(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path), code=code) from None
 
 
-def load_case_list(path: Path, function: str, *, error: type[PipelineError], code: str,
-                   arguments: dict | None = None) -> list:
-    """Import `path` and return `list(module.<function>(**arguments))`."""
-    make = import_case_function(path, function, error=error, code=code)
+def call_cases(make, path: Path, *, error: type[PipelineError], code: str, arguments: dict | None = None) -> list:
+    """`list(make(**arguments))`, a failure being the stage's error pointing at `path`."""
     try:
         return list(make(**(arguments or {})))
     except Exception as exc:
         raise error(f"the case file failed: {type(exc).__name__}: {exc}", path=str(path), code=code) from None
+
+
+def load_case_list(path: Path, function: str, *, error: type[PipelineError], code: str) -> list:
+    """Import `path` and return `list(module.<function>())`."""
+    return call_cases(import_case_function(path, function, error=error, code=code), path, error=error, code=code)
