@@ -49,21 +49,14 @@ for k in $KERNELS; do
     > "$RES/$k-build.json" 2> "$RES/$k-build.log" &
   pids+=($!)
 done
-for k in $TUNE; do  # a copy of the project with the tuning override compiled in
-  K=$(echo "$k" | tr a-z A-Z)
-  rm -rf "/tmp/tune-$k" && cp -r "kernels-src/$k" "/tmp/tune-$k"
-  if grep -q '^cuda-flags' "/tmp/tune-$k/build.toml"; then
-    sed -i "s/^cuda-flags = \[/cuda-flags = [\"-D${K}_TUNE_ENV\", /" "/tmp/tune-$k/build.toml"
-  else
-    sed -i "0,/^backend = \"cuda\"/s//backend = \"cuda\"\ncuda-flags = [\"-O3\", \"-D${K}_TUNE_ENV\"]/" "/tmp/tune-$k/build.toml"
-  fi
-  python3 -m pipeline build "/tmp/tune-$k" --backend local --out "/tmp/build-tune-$k" --json \
-    > "$RES/tune-$k-build.json" 2> "$RES/tune-$k-build.log" &
+for k in $TUNE; do  # a copy of the project with the tuning override compiled in: /tmp/build-tune-$k
+  VARIANT_JOBS=$MAX_JOBS bash scripts/gpu/variant_build.sh "$k" "tune-$k" "-D$(echo "$k" | tr a-z A-Z)_TUNE_ENV" \
+    > "$RES/tune-$k-build.log" 2>&1 &
   pids+=($!)
 done
 wait "${pids[@]}"   # these PIDs only: a bare `wait` would also wait for the tee above
 for k in $KERNELS; do echo "-- $k"; tail -3 "$RES/$k-build.log"; done
-for k in $TUNE; do echo "-- tune $k"; grep -n "cuda-flags" "/tmp/tune-$k/build.toml"; tail -2 "$RES/tune-$k-build.log"; done
+for k in $TUNE; do echo "-- tune $k"; cat "$RES/tune-$k-build.log"; tail -2 "/tmp/tune-$k.log"; done
 echo "build took $(( $(date +%s) - t0 )) s"; pack
 echo "== check (python -m pipeline check: layout, metadata, manylinux_2_28 and abi3 symbols)"
 for k in $KERNELS; do

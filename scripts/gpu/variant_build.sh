@@ -21,6 +21,6 @@ if ! python3 -c "import kernels" 2>/dev/null; then
   for _ in $(seq 60); do [ -d /tmp/site/kernels ] && break; sleep 1; done
   sleep 3
 fi
-PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=${VARIANT_JOBS:-4} python3 -m pipeline build "/tmp/$name" \
+PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${VARIANT_JOBS:-4} python3 -m pipeline build "/tmp/$name" \
   --backend local --out "/tmp/build-$name" > "/tmp/$name.log" 2>&1
 echo "rc=$?" > "/tmp/$name.done"
