@@ -69,18 +69,7 @@ if [ -n "${EXTRA:-}" ]; then
 fi
 
 wants() { case " $1 " in *" $2 "*) return 0 ;; *) return 1 ;; esac; }
-smoke_summary() {
-  python3 - "$RES/$1-smoke.json" <<'PY'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as exc:
-    print("  no smoke report:", exc); raise SystemExit
-print("  smoke:", "PASS" if d.get("passed") else "FAIL", d.get("counts"), d.get("variant"))
-for r in [r for r in d.get("results", []) if not r["passed"]][:12]:
-    print("  FAIL", r["check"], r["name"], r["seed"], (r["message"] or "")[:200])
-PY
-}
+smoke_summary() { python3 scripts/gpu/smoke_summary.py "$RES/$1-smoke.json"; }
 t0=$(date +%s); spids=(); sk=()
 for k in $KERNELS; do
   wants "$SMOKE" "$k" || continue

@@ -62,6 +62,19 @@ SWEEPS = {
         **{f"rms_norm/{s}": ["6,1,0,0,2,0", "6,2,0,0,4,0", "6,4,0,0,2,0", "6,2,0,0,2,0", "6,1,0,0,4,0"]
            for s in ("262144x128", "70000x128", "65536x128", "262144x64", "65536x64", "2048x128")},
     }),
+    # rmsnorm in float32 (dtypes_h200.sh: 6-15 % behind torch.compile from 4096 rows of 4096 and at
+    # 16384 wide): rows_reg and rows_async at every vector count, rows_loop and clusters for wide rows.
+    "rmsnorm-fp32": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["0,4,0,0,0,0", "0,8,0,0,0,0", "0,2,0,0,0,0", "3,8,0,0,0,0", "3,16,0,0,0,0",
+                             "3,8,0,2,0,0"]
+           for s in ("4096x4096", "32768x4096", "8192x3072", "8192x2048")},
+        **{f"rms_norm/{s}": ["0,8,0,0,0,0", "0,4,0,0,0,0", "1,0,1024,0,0,0", "1,0,512,0,0,0", "7,0,0,0,0,2",
+                             "7,0,0,0,0,4"]
+           for s in ("2048x16384", "8192x7168", "2048x7168")},
+        **{f"fused_add_rms_norm/{s}": ["0,4,0,0,0,0", "0,8,0,0,0,0", "0,2,0,0,0,0", "3,8,0,0,0,0", "3,16,0,0,0,0"]
+           for s in ("8192x4096", "512x4096")},
+        **{f"rms_norm/{s}": SMALL for s in ("262144x64", "65536x64", "2048x128")},
+    }),
     "adaln": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,32,4", "8,32,8", "4,64,2", "4,64,4", "2,128,1", "8,32,2"]
            for s in ("1x6144x2048", "2x16384x2048")},
@@ -77,13 +90,17 @@ SWEEPS = {
 }
 
 
+# Sweep sets timed in another dtype than the cases' default (bfloat16).
+SWEEP_DTYPES = {"rmsnorm-fp32": "float32"}
+
+
 def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
     import torch
 
     var, plan = SWEEPS[kernel]
     loaded = load_variant(build)
     project = "rmsnorm" if kernel.startswith("rmsnorm") else kernel
-    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / project)}
+    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / project, SWEEP_DTYPES.get(kernel))}
     device = torch.device("cuda")
     timer = bench.Timer(device, reps=reps, warmup=5)
     rows = []

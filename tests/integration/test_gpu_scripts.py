@@ -22,18 +22,19 @@ def test_device_script_parses(script):
     assert proc.returncode == 0, proc.stderr
 
 
-def _sweeps() -> dict:
+def _sweeps():
     spec = importlib.util.spec_from_file_location("gpu_sweep", GPU / "sweep.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.SWEEPS
+    return module
 
 
-@pytest.mark.parametrize("name", sorted(_sweeps()))
+@pytest.mark.parametrize("name", sorted(_sweeps().SWEEPS))
 def test_sweep_names_real_cases(name):
-    variable, plan = _sweeps()[name]
+    module = _sweeps()
+    variable, plan = module.SWEEPS[name]
     project = "rmsnorm" if name.startswith("rmsnorm") else name
-    cases = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / project)}
+    cases = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / project, module.SWEEP_DTYPES.get(name))}
     assert set(plan) <= cases, sorted(set(plan) - cases)
     for configs in plan.values():
         for config in configs:

@@ -62,22 +62,32 @@ __device__ __forceinline__ float gelu(float x) {
   else return gelu_fast<TANH>(x);
 }
 
+// 32-bit offsets and no row loop where the grid covers every row and the
+// offsets fit (an experiment, NOTES.md "Version 4 plan": rmsnorm's decode
+// launch gained 0.2 us from the same change). 0: off (the shipped build).
+#ifndef GEGLU_DECODE_I32
+#define GEGLU_DECODE_I32 0
+#endif
+
 // grid (ceil(d_vec / (threads * VPT)), min(rows, 65535)); each thread VPT
-// packs of one row, both halves' loads issued before any use.
-template <typename T, bool TANH, bool GATE_FIRST, int VPT, bool PRECISE = false>
-__global__ void __launch_bounds__(256) geglu_vec(T* __restrict__ out, const T* __restrict__ in, int64_t rows,
-                                                 int64_t d) {
+// packs of one row, both halves' loads issued before any use. I, LOOP: the
+// offsets' type and whether blocks stride over rows (false: one row each).
+template <typename T, bool TANH, bool GATE_FIRST, int VPT, bool PRECISE = false, typename I = int64_t,
+          bool LOOP = true>
+__global__ void __launch_bounds__(256) geglu_vec(T* __restrict__ out, const T* __restrict__ in, int64_t rows_,
+                                                 int64_t d_) {
   constexpr int N = Pack16<T>::N;
-  const int64_t d_vec = d / N;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * blockDim.x * VPT + threadIdx.x;
-  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+  const I rows = (I)rows_, d = (I)d_;
+  const I d_vec = d / N;
+  const I col0 = static_cast<I>(blockIdx.x) * blockDim.x * VPT + threadIdx.x;
+  for (I row = blockIdx.y; !LOOP || row < rows; row += gridDim.y) {
     const Pack16<T>* value = reinterpret_cast<const Pack16<T>*>(in + row * 2 * d + (GATE_FIRST ? d : 0));
     const Pack16<T>* gate = reinterpret_cast<const Pack16<T>*>(in + row * 2 * d + (GATE_FIRST ? 0 : d));
     Pack16<T>* o = reinterpret_cast<Pack16<T>*>(out + row * d);
     Pack16<T> v[VPT], g[VPT];
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      const int64_t c = col0 + (int64_t)k * blockDim.x;
+      const I c = col0 + (I)k * blockDim.x;
       if (c < d_vec) {
         v[k] = value[c];
         g[k] = gate[c];
@@ -85,7 +95,7 @@ __global__ void __launch_bounds__(256) geglu_vec(T* __restrict__ out, const T* _
     }
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      const int64_t c = col0 + (int64_t)k * blockDim.x;
+      const I c = col0 + (I)k * blockDim.x;
       if (c < d_vec) {
         Pack16<T> r;
 #pragma unroll
@@ -93,6 +103,7 @@ __global__ void __launch_bounds__(256) geglu_vec(T* __restrict__ out, const T* _
         o[c] = r;
       }
     }
+    if constexpr (!LOOP) break;
   }
 }
 
@@ -154,6 +165,14 @@ inline cudaError_t launch(T* out, const T* in, int64_t rows, int64_t d, const Co
 #ifdef GEGLU_TUNE_ENV
   if (c.precise) {
     geglu_vec<T, TANH, GATE_FIRST, 2, true><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
+    return cudaGetLastError();
+  }
+#endif
+#if GEGLU_DECODE_I32
+  if (rows <= 65535 && rows * 2 * d < (int64_t(1) << 31)) {
+    if (c.vpt == 1) geglu_vec<T, TANH, GATE_FIRST, 1, false, int32_t, false><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
+    else if (c.vpt == 2) geglu_vec<T, TANH, GATE_FIRST, 2, false, int32_t, false><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
+    else geglu_vec<T, TANH, GATE_FIRST, 4, false, int32_t, false><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
     return cudaGetLastError();
   }
 #endif

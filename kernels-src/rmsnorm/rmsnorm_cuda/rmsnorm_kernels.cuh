@@ -84,11 +84,13 @@
 #ifndef RMSNORM_TREE_SUM
 #define RMSNORM_TREE_SUM 0
 #endif
-// rows_reg without its row loop and with 32-bit offsets where they fit (an
-// experiment, NOTES.md "Version 5 plan": the decode launch's x load waits on
-// the loop's exit test and 64-bit offset arithmetic). 0: off (the shipped build).
+// rows_reg and rows_small without their row loop and with 32-bit offsets
+// wherever the grid covers every row and the offsets fit (NOTES.md, version 5:
+// the x loads waited on the loop's exit test and 64-bit offset arithmetic;
+// named for the decode launch where it was measured first: H200, bf16, graph
+// replay 1x4096 1.89 -> 1.65 us, 8192x4096 35.5 -> 34.7). 0: the loop form.
 #ifndef RMSNORM_DECODE_I32
-#define RMSNORM_DECODE_I32 0
+#define RMSNORM_DECODE_I32 1
 #endif
 // rows_reg's __launch_bounds__: 512 threads, and a minimum number
 // of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
@@ -267,10 +269,12 @@ __device__ __forceinline__ float group_sum(float v, int tx, int ty, int TX, floa
   if ((tx & 31) == 0) buf[ty * wpr + (tx >> 5)] = v;
   __syncthreads();
 #if RMSNORM_TREE_SUM
-  // wpr <= 16 (TX <= 512): every load issued before the first add.
-  float part[16];
+  // wpr <= 32 (rows_loop's 1024 threads; a bound of 16 dropped half of those
+  // rows' partials: smoke caught it at hidden 65536): every load issued before
+  // the first add.
+  float part[32];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) part[i] = i < wpr ? buf[ty * wpr + i] : 0.f;
+  for (int i = 0; i < 32; ++i) part[i] = i < wpr ? buf[ty * wpr + i] : 0.f;
   return tree_sum(part);
 #else
   float s = 0.f;
@@ -777,6 +781,15 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
   return c;
 }
 
+// Every element offset a launch forms (rows x row stride, and the contiguous
+// outputs' rows x hidden) below 2^31: int32_t offsets are exact.
+template <typename T>
+inline bool offsets_fit_i32(const Params<T>& p) {
+  const int64_t stride = p.x_stride > p.res_stride ? p.x_stride : p.res_stride;
+  const int64_t widest = stride > p.hidden ? stride : (int64_t)p.hidden;
+  return p.rows * widest + p.hidden < (int64_t(1) << 31);
+}
+
 template <typename T, bool FUSED>
 inline const void* small_ptr(const Config& c) {
   if (c.vpt == 1) {
@@ -819,6 +832,25 @@ inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_
   const int l = log2_ceil(c.tx);
   const dim3 grid((unsigned)(c.grid > 0x7fffffff ? 0x7fffffff : (c.grid < 1 ? 1 : c.grid)));
   const dim3 block(256);
+#if RMSNORM_DECODE_I32
+  // The rule's three shapes (the others, which only the tuner forces, keep
+  // the loop form): one step per block when the grid covers every row.
+  const int64_t per_block = (int64_t)(256 >> l) * c.rpt;
+  if (offsets_fit_i32(p) && (int64_t)grid.x * per_block >= p.rows) {
+    if (c.vpt == 1 && c.rpt == 2) {
+      rows_small<T, 1, 2, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p, l);
+      return cudaGetLastError();
+    }
+    if (c.vpt == 2 && c.rpt == 1) {
+      rows_small<T, 2, 1, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p, l);
+      return cudaGetLastError();
+    }
+    if (c.vpt == 4 && c.rpt == 1) {
+      rows_small<T, 4, 1, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p, l);
+      return cudaGetLastError();
+    }
+  }
+#endif
   if (c.vpt == 1) {
     if (c.rpt == 4) rows_small<T, 1, 4, FUSED><<<grid, block, 0, stream>>>(p, l);
     else if (c.rpt == 2) rows_small<T, 1, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
@@ -851,15 +883,6 @@ inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStrea
   if (c.vpt == 1) return cudaLaunchKernelEx(&cfg, rows_cluster<T, 1, FUSED>, p, c.slice);
   if (c.vpt == 2) return cudaLaunchKernelEx(&cfg, rows_cluster<T, 2, FUSED>, p, c.slice);
   return cudaLaunchKernelEx(&cfg, rows_cluster<T, 4, FUSED>, p, c.slice);
-}
-
-// Every element offset a launch forms (rows x row stride, and the contiguous
-// outputs' rows x hidden) below 2^31: int32_t offsets are exact.
-template <typename T>
-inline bool offsets_fit_i32(const Params<T>& p) {
-  const int64_t stride = p.x_stride > p.res_stride ? p.x_stride : p.res_stride;
-  const int64_t widest = stride > p.hidden ? stride : (int64_t)p.hidden;
-  return p.rows * widest + p.hidden < (int64_t(1) << 31);
 }
 
 // `smem`: dynamic shared memory per block, unused by the kernels; the tuner

@@ -16,7 +16,9 @@
 
 namespace rmsnorm {
 
-template <typename T, int VPT, int RPT, bool FUSED>
+// I, LOOP: as rows_reg's (int64_t offsets and a grid-stride loop by default;
+// int32_t and one step when the grid covers every row: launch_small).
+template <typename T, int VPT, int RPT, bool FUSED, typename I = int64_t, bool LOOP = true>
 __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
   using V = Vec16<T>;
   constexpr int N = V::N;
@@ -29,48 +31,48 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
   for (int i = 0; i < VPT; ++i) {
     const int c = i * tpr + lane;
-    if (c < nvec) w[i] = load_ro(p.weight + (int64_t)c * N);
+    if (c < nvec) w[i] = load_ro(p.weight + (I)c * N);
   }
   const float inv_h = p.inv_hidden;
-  const int64_t per_block = (int64_t)groups * RPT;
-  for (int64_t base = (int64_t)blockIdx.x * per_block; base < p.rows; base += (int64_t)gridDim.x * per_block) {
+  const I per_block = (I)groups * RPT;
+  for (I base = (I)blockIdx.x * per_block; !LOOP || base < (I)p.rows; base += (I)gridDim.x * per_block) {
     V a[RPT][VPT];
     // Rows base + r * groups + group: for each r, a warp covers 32 / TPR
     // consecutive rows, i.e. one contiguous span of a packed tensor.
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
-      const int64_t row = base + (int64_t)r * groups + group;
+      const I row = base + (I)r * groups + group;
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
-        if (row < p.rows && c < nvec) a[r][i] = load_stream(p.x + row * p.x_stride + (int64_t)c * N);
+        if (row < (I)p.rows && c < nvec) a[r][i] = load_stream(p.x + row * (I)p.x_stride + (I)c * N);
       }
     }
     if constexpr (FUSED) {
       V b[RPT][VPT];
 #pragma unroll
       for (int r = 0; r < RPT; ++r) {
-        const int64_t row = base + (int64_t)r * groups + group;
+        const I row = base + (I)r * groups + group;
 #pragma unroll
         for (int i = 0; i < VPT; ++i) {
           const int c = i * tpr + lane;
-          if (row < p.rows && c < nvec) b[r][i] = load_stream(p.residual + row * p.res_stride + (int64_t)c * N);
+          if (row < (I)p.rows && c < nvec) b[r][i] = load_stream(p.residual + row * (I)p.res_stride + (I)c * N);
         }
       }
 #pragma unroll
       for (int r = 0; r < RPT; ++r) {
-        const int64_t row = base + (int64_t)r * groups + group;
+        const I row = base + (I)r * groups + group;
 #pragma unroll
         for (int i = 0; i < VPT; ++i) {
           const int c = i * tpr + lane;
-          if (row < p.rows && c < nvec) {
+          if (row < (I)p.rows && c < nvec) {
             float f[N], g[N];
             unpack(a[r][i], f);
             unpack(b[r][i], g);
 #pragma unroll
             for (int j = 0; j < N; ++j) f[j] += g[j];
             a[r][i] = pack<T>(f);  // rounded to T: out is rms_norm(residual_out)
-            store_out(p.residual_out + row * (int64_t)p.hidden + (int64_t)c * N, a[r][i]);
+            store_out(p.residual_out + row * (I)p.hidden + (I)c * N, a[r][i]);
           }
         }
       }
@@ -78,12 +80,12 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
     float ss[RPT];
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
-      const int64_t row = base + (int64_t)r * groups + group;
+      const I row = base + (I)r * groups + group;
       SquareSum sq;
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
-        if (row < p.rows && c < nvec) {
+        if (row < (I)p.rows && c < nvec) {
           float f[N];
           unpack(a[r][i], f);
           sq.add(f);
@@ -99,21 +101,22 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
     }
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
-      const int64_t row = base + (int64_t)r * groups + group;
+      const I row = base + (I)r * groups + group;
       const float inv = rsqrtf(ss[r] * inv_h + p.eps);
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
-        if (row < p.rows && c < nvec) {
+        if (row < (I)p.rows && c < nvec) {
           float f[N], g[N];
           unpack(a[r][i], f);
           unpack(w[i], g);
 #pragma unroll
           for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
-          store_out(p.out + row * (int64_t)p.hidden + (int64_t)c * N, pack<T>(f));
+          store_out(p.out + row * (I)p.hidden + (I)c * N, pack<T>(f));
         }
       }
     }
+    if constexpr (!LOOP) break;
   }
 }
 
