@@ -16,10 +16,13 @@ def main(args: list[str]) -> int:
     names = [n for n, _ in docs]
     print(f"{'case':<34}" + "".join(f"{n:>9}" for n in names) + f"{'compile':>9} | graph: " + " ".join(names) + " compile")
     for case, r in rows[names[0]].items():
-        line = f"{case:<34}" + "".join(f"{rows[n][case]['times_us']['kernel']:9.2f}" for n in names if case in rows[n])
+        # a record without the case (a run with --only) leaves its column blank, not shifted
+        line = f"{case:<34}" + "".join(f"{rows[n][case]['times_us']['kernel']:9.2f}" if case in rows[n] else f"{'':9}"
+                                       for n in names)
         line += f"{r['times_us'].get('torch.compile', float('nan')):9.2f}"
         if r.get("graph_times_us"):
-            line += " | " + " ".join(f"{rows[n][case]['graph_times_us']['kernel']:.2f}" for n in names if case in rows[n])
+            line += " | " + " ".join(f"{rows[n][case]['graph_times_us']['kernel']:.2f}" if case in rows[n] else "-"
+                                     for n in names)
             line += f" {r['graph_times_us'].get('torch.compile', float('nan')):.2f}"
         print(line)
     return 0

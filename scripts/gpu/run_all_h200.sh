@@ -13,7 +13,7 @@
 # EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests), SEEDS (smoke seeds),
 # TUNE (kernels also built as tuning builds, -D<KERNEL>_TUNE_ENV, in parallel
 # with the others, and swept by scripts/gpu/sweep.py after the benches; SWEEP
-# names the sweep set, default the kernel's),
+# names the sweep set, default the kernel's, or one per kernel as "rmsnorm=set adaln=set"),
 # DTYPES (e.g. "float16 float32": each kernel of DTYPE_BENCH, default KERNELS,
 # benched again per dtype after the bf16 benches: $RES/<k>-h200-<dtype>.*).
 # The smoke runs of all kernels go in parallel (correctness only); the benches
@@ -107,10 +107,15 @@ for dt in ${DTYPES:-}; do
     pack
   done
 done
+sweep_set() {  # the sweep set of kernel $1: SWEEP's "$1=set" entry, a bare SWEEP, or the kernel's own
+  local e
+  for e in ${SWEEP:-}; do case "$e" in "$1="*) echo "${e#*=}"; return ;; *=*) ;; *) echo "$e"; return ;; esac; done
+  echo "$1"
+}
 for k in $TUNE; do
   [ "$(left)" -gt 20 ] || { echo "deadline: skipping sweep $k"; continue; }
   t0=$(date +%s)
-  timeout "$(left)" python3 scripts/gpu/sweep.py "${SWEEP:-$k}" "/tmp/build-tune-$k" --json "$RES/sweep-$k.json" \
+  timeout "$(left)" python3 scripts/gpu/sweep.py "$(sweep_set "$k")" "/tmp/build-tune-$k" --json "$RES/sweep-$k.json" \
     > "$RES/sweep-$k.txt" 2>&1
   echo "sweep $k rc=$? took $(( $(date +%s) - t0 )) s"; tail -4 "$RES/sweep-$k.txt"; pack
 done

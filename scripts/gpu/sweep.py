@@ -75,6 +75,13 @@ SWEEPS = {
            for s in ("8192x4096", "512x4096")},
         **{f"rms_norm/{s}": SMALL for s in ("262144x64", "65536x64", "2048x128")},
     }),
+    # adaln in float32 (dtypes_h200.sh: the RMS variant 4-5 % behind torch.compile at rows of 2048, 512
+    # packs, which the rule gives 64 lanes of 8): fields vpt, lanes per row, rows per block.
+    "adaln-fp32": ("ADALN_CONFIG", {
+        **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
+           for s in ("1x6144x2048", "2x16384x2048", "1x384x2048")},
+        "adaln/layer/2x256x1152": ["6,64,1", "6,64,2", "4,128,1", "4,128,2", "2,256,1"],
+    }),
     "adaln": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,32,4", "8,32,8", "4,64,2", "4,64,4", "2,128,1", "8,32,2"]
            for s in ("1x6144x2048", "2x16384x2048")},
@@ -91,7 +98,13 @@ SWEEPS = {
 
 
 # Sweep sets timed in another dtype than the cases' default (bfloat16).
-SWEEP_DTYPES = {"rmsnorm-fp32": "float32"}
+SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32"}
+
+
+def project_of(sweep_set: str) -> str:
+    """The kernel project a sweep set times: its name up to a digit or a dash (rmsnorm3, adaln-fp32)."""
+    name = sweep_set.split("-")[0]
+    return name.rstrip("0123456789")
 
 
 def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
@@ -99,7 +112,7 @@ def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
 
     var, plan = SWEEPS[kernel]
     loaded = load_variant(build)
-    project = "rmsnorm" if kernel.startswith("rmsnorm") else kernel
+    project = project_of(kernel)
     cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / project, SWEEP_DTYPES.get(kernel))}
     device = torch.device("cuda")
     timer = bench.Timer(device, reps=reps, warmup=5)

@@ -33,7 +33,7 @@ def _sweeps():
 def test_sweep_names_real_cases(name):
     module = _sweeps()
     variable, plan = module.SWEEPS[name]
-    project = "rmsnorm" if name.startswith("rmsnorm") else name
+    project = module.project_of(name)
     cases = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / project, module.SWEEP_DTYPES.get(name))}
     assert set(plan) <= cases, sorted(set(plan) - cases)
     for configs in plan.values():
