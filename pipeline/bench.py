@@ -86,6 +86,22 @@ class Timing:
     min_us: float
     p90_us: float
     reps: int
+    samples_us: tuple[float, ...] = ()  # each sample's median, when timed in several (`--samples`)
+
+    @property
+    def spread_us(self) -> tuple[float, float] | None:
+        return (min(self.samples_us), max(self.samples_us)) if len(self.samples_us) > 1 else None
+
+
+def combine_samples(samples: list[Timing]) -> Timing:
+    """One Timing from several samples of the same callable: the median of their medians
+    (each sample's own median kept), the smallest time seen, the median of their p90s."""
+    if len(samples) == 1:
+        return samples[0]
+    medians = tuple(t.median_us for t in samples)
+    return Timing(median_us=statistics.median(medians), min_us=min(t.min_us for t in samples),
+                  p90_us=statistics.median(t.p90_us for t in samples), reps=sum(t.reps for t in samples),
+                  samples_us=medians)
 
 
 @dataclass(frozen=True)
@@ -140,8 +156,15 @@ class BenchReport:
                 "speedup": {b: _sig(c.speedup(b)) for b in c.baselines},
                 "max_rel_diff": c.max_rel_diff,
             })
+            spread = {k: [round(v, 3) for v in t.spread_us] for k, t in c.timings.items() if t.spread_us}
+            if spread:
+                rows[-1]["spread_us"] = spread
             if c.graph_timings or c.graph_errors:
                 rows[-1]["graph_times_us"] = {k: round(t.median_us, 3) for k, t in c.graph_timings.items()}
+                graph_spread = {k: [round(v, 3) for v in t.spread_us] for k, t in c.graph_timings.items()
+                                if t.spread_us}
+                if graph_spread:
+                    rows[-1]["graph_spread_us"] = graph_spread
                 rows[-1]["graph_speedup"] = {b: _sig(v) for b in c.baselines
                                              if (v := c.graph_speedup(b)) is not None}
                 if c.graph_errors:
@@ -325,36 +348,56 @@ def _graph_timings(timer: Timer, fns: dict, impls: list[str]) -> tuple[dict, dic
     return timings, errors
 
 
+def _time_sample(timer: Timer, fns: dict, impls: list[str], graphed: bool) -> tuple[dict, dict, dict]:
+    """One sample of a case: every impl timed in turn (flushed, then under graph replay)."""
+    timings = {impl: timer(fns[impl]) for impl in impls}
+    graph_timings, graph_errors = _graph_timings(timer, fns, impls) if graphed else ({}, {})
+    return timings, graph_timings, graph_errors
+
+
 def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int = 10,
-              report: Reporter = quiet, graph: bool | None = None) -> tuple[float, list[CaseBench]]:
+              report: Reporter = quiet, graph: bool | None = None,
+              samples: int = 1) -> tuple[float, list[CaseBench]]:
     """Time every case; `graph` forces graph-replay timing on (True) or off (False) for
-    every case, None leaves it to each case (`wants_graph`)."""
+    every case, None leaves it to each case (`wants_graph`). `samples` > 1 times each case
+    that many times, each from a fresh setup (new tensors at new addresses, a new
+    torch.compile baseline), so that a figure's spread between samples shows what
+    placement and run-to-run noise alone move it by; the figure is their median."""
     import torch
 
     if reps < 1:
         raise BenchError("reps must be at least 1", code="usage")
+    if samples < 1:
+        raise BenchError("samples must be at least 1", code="usage")
     timer = Timer(device, reps=reps, warmup=warmup)
     copy_gbs = copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20)
     results = []
     for n, case in enumerate(cases):
         report(Event("progress", case["name"], n, len(cases), stage="bench"))
         torch._dynamo.reset()  # each case's torch.compile baseline compiles for its own static shape
-        graph_timings, graph_errors = {}, {}
+        impls = ["kernel", *case["baselines"]]
+        graphed = graph if graph is not None else wants_graph(case, device)
+        taken: list[tuple[dict, dict, dict]] = []
+        fns = None
         try:
-            fns = case["setup"](module, device)
-            ref = _first(fns["kernel"]())
-            diffs = {b: round(_rel(_first(fns[b]()), ref), 6) for b in case["baselines"]}
-            timings = {"kernel": timer(fns["kernel"])}
-            for b in case["baselines"]:
-                timings[b] = timer(fns[b])
-            if graph if graph is not None else wants_graph(case, device):
-                graph_timings, graph_errors = _graph_timings(timer, fns, ["kernel", *case["baselines"]])
+            for sample in range(samples):
+                fns = case["setup"](module, device)
+                if sample == 0:
+                    ref = _first(fns["kernel"]())
+                    diffs = {b: round(_rel(_first(fns[b]()), ref), 6) for b in case["baselines"]}
+                    ref = None
+                taken.append(_time_sample(timer, fns, impls, graphed))
+                fns = None
         except Exception as exc:
             raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="bench-case-failed") from None
         finally:
             fns = None
             if device.type == "cuda":
                 torch.cuda.empty_cache()
+        timings = {impl: combine_samples([t[0][impl] for t in taken]) for impl in impls}
+        graph_timings = {impl: combine_samples([t[1][impl] for t in taken])
+                         for impl in impls if all(impl in t[1] for t in taken)}
+        graph_errors = {impl: why for t in taken for impl, why in t[2].items()}
         results.append(CaseBench(name=case["name"], op=case["op"], group=case["group"], shape=case["shape"],
                                  dtype=case["dtype"], bytes=int(case["bytes"]), timings=timings, max_rel_diff=diffs,
                                  baselines=tuple(case["baselines"]), graph_timings=graph_timings,
@@ -419,9 +462,11 @@ def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limi
 
 def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = 10,
               only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
-              command: str = "", cpu_limit_s: float | None = None, dtype: str | None = None) -> BenchReport:
+              command: str = "", cpu_limit_s: float | None = None, dtype: str | None = None,
+              samples: int = 1) -> BenchReport:
     """Time the host's variant of `bundle` on the resolved kernel's bench cases (in `dtype`,
-    when given). On a CPU-only host, warn with an estimate, and refuse when it exceeds `cpu_limit_s`."""
+    when given; `samples` fresh setups per case). On a CPU-only host, warn with an estimate,
+    and refuse when it exceeds `cpu_limit_s`."""
     import torch
 
     try:
@@ -446,14 +491,21 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
     else:
         device = torch.device("cpu")
         device_name = f"cpu ({platform.processor() or platform.machine()})"
-        _cpu_gate(loaded.module, cases, device, reps=reps, warmup=warmup, limit_s=cpu_limit_s, report=report)
-    copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report)
+        _cpu_gate(loaded.module, cases, device, reps=reps * samples, warmup=warmup, limit_s=cpu_limit_s,
+                  report=report)
+    copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report,
+                                  samples=samples)
     method = {
         "timer": "cuda events" if device.type == "cuda" else "host perf_counter",
         "statistic": "median", "reps": reps, "warmup": warmup,
+        "samples": samples,
         "l2_flush": "read (sum) a buffer of max(8 x L2, 512 MiB) before every repetition, leaving the L2 clean" if device.type == "cuda" else None,
         "copy": "device-to-device copy of 1 GiB, bytes read + written, max of start and end of run",
     }
+    if samples > 1:
+        method["sampling"] = (f"{samples} samples per case, each from a fresh setup (new tensors, a new "
+                              "torch.compile baseline), every implementation timed in turn; a figure is the "
+                              "median of the samples' medians, spread_us their range")
     if device.type == "cuda":
         method["graph"] = (f"cases up to {GRAPH_MAX_BYTES >> 20} MiB (or marked graph=True): {GRAPH_CALLS} calls "
                            "captured back to back in one CUDA graph, median replay time over the calls, no flush")

@@ -26,16 +26,25 @@ def load_results(results_json) -> dict:
     return data
 
 
+def _time_cell(times: dict, spread: dict, impl: str) -> str:
+    """A time, with the range of the samples after it when the run took several."""
+    if impl not in times:
+        return "–"
+    lo_hi = spread.get(impl)
+    return f"{times[impl]:.1f}" + (f" ({lo_hi[0]:.1f}–{lo_hi[1]:.1f})" if lo_hi else "")
+
+
 def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, with_copy: bool) -> list[str]:
     head = ["set", "shape", "kernel (µs)"] + (["of copy BW"] if with_copy else []) + \
            [f"{b} (µs)" for b in baselines] + [f"× vs {b}" for b in baselines]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
+    spread_key = "graph_spread_us" if times_key == "graph_times_us" else "spread_us"
     for row in rows:
-        t, sp = row[times_key], row.get(speed_key, {})
-        cells = [row["group"], row["shape"], f"{t['kernel']:.1f}" if "kernel" in t else "–"]
+        t, sp, spread = row[times_key], row.get(speed_key, {}), row.get(spread_key, {})
+        cells = [row["group"], row["shape"], _time_cell(t, spread, "kernel")]
         if with_copy:
             cells.append(f"{row['copy_fraction']['kernel']:.2f}")
-        cells += [f"{t[b]:.1f}" if b in t else "–" for b in baselines]
+        cells += [_time_cell(t, spread, b) for b in baselines]
         cells += [f"{sp[b]:.2f}" if b in sp else "–" for b in baselines]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -46,6 +55,15 @@ def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, with_
 # the kernel must not be behind: a baseline strictly faster is a miss, a tie is not,
 # and there is no bandwidth target.
 PRIMARY_DTYPE = "bfloat16"
+
+
+def _overlap(spread: dict, baseline: str) -> str:
+    """A note on a miss when the run took several samples and the kernel's and the
+    baseline's ranges overlap: the margin is within what the samples moved by."""
+    k, b = spread.get("kernel"), spread.get(baseline)
+    if not k or not b or k[0] > b[1] or b[0] > k[1]:
+        return ""
+    return f" (the samples overlap: kernel {k[0]:.2f}-{k[1]:.2f}, {baseline} {b[0]:.2f}-{b[1]:.2f})"
 
 
 def target_misses(results_json, *, min_bytes: int = 64 << 20, min_fraction: float = 0.90) -> list[str]:
@@ -59,11 +77,13 @@ def target_misses(results_json, *, min_bytes: int = 64 << 20, min_fraction: floa
         t = row["times_us"]
         for b in row["baselines"]:
             if t[b] < t["kernel"] or (primary and t[b] == t["kernel"]):
-                misses.append(f"{row['name']}: {b} {t[b]:.2f} µs, kernel {t['kernel']:.2f} µs")
+                misses.append(f"{row['name']}: {b} {t[b]:.2f} µs, kernel {t['kernel']:.2f} µs"
+                              + _overlap(row.get("spread_us", {}), b))
         g = row.get("graph_times_us", {})
         for b in row["baselines"]:
             if "kernel" in g and b in g and g[b] < g["kernel"]:
-                misses.append(f"{row['name']} (graph replay): {b} {g[b]:.2f} µs, kernel {g['kernel']:.2f} µs")
+                misses.append(f"{row['name']} (graph replay): {b} {g[b]:.2f} µs, kernel {g['kernel']:.2f} µs"
+                              + _overlap(row.get("graph_spread_us", {}), b))
         if primary and row["bytes"] >= min_bytes and row["copy_fraction"]["kernel"] < min_fraction:
             misses.append(f"{row['name']}: {row['copy_fraction']['kernel']:.3f} of copy bandwidth "
                           f"(target {min_fraction:.2f} from {min_bytes >> 20} MiB)")
@@ -73,10 +93,12 @@ def target_misses(results_json, *, min_bytes: int = 64 << 20, min_fraction: floa
 def markdown_table(results_json) -> str:
     """A Markdown section for the kernel card: one table per op (and one under graph replay)."""
     data = load_results(results_json)
+    samples = data["method"].get("samples", 1)
     lines = [
         f"Measured on {data['device']} (torch {data['torch']}, variant `{data['variant']}`), "
         f"{data['results'][0]['dtype'] if data['results'] else ''}; median of {data['method']['reps']} "
         f"repetitions timed with {data['method']['timer']}"
+        f"{f' (the median of {samples} samples, each from a fresh setup)' if samples > 1 else ''}"
         f"{', L2 flushed between repetitions' if data['method'].get('l2_flush') else ''}. "
         f"Device copy bandwidth in the same run: {data['copy_bandwidth_gbs']:.0f} GB/s.",
         "",

@@ -25,6 +25,7 @@ unless --allow-cpu, otherwise it warns that the figures only test the harness.
 example:
   python -m pipeline bench kernels-src/rmsnorm/build --out h200.json --plot h200.png --markdown h200.md
   python -m pipeline bench kernels-src/rmsnorm/build --dtype float16 --out h200-float16.json
+  python -m pipeline bench kernels-src/rmsnorm/build --only x4096 --samples 3   # with the spread
 """
 
 
@@ -34,6 +35,9 @@ def add_arguments(parser) -> None:
                         help="the kernel project whose cases to run (default: the workspace kernel named in the build)")
     parser.add_argument("--reps", type=int, default=100, help="timed repetitions per measurement (default 100)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed calls first (default 10)")
+    parser.add_argument("--samples", type=int, default=1, metavar="N",
+                        help="time each case N times, each from a fresh setup (new tensors, a new torch.compile): "
+                             "figures are the median, and the JSON and tables give the spread (default 1)")
     parser.add_argument("--only", default=None, metavar="TEXT", help="only cases whose name contains TEXT")
     parser.add_argument("--dtype", choices=DTYPES, default=None,
                         help="run the cases in this dtype (the case file's bench_cases(dtype=...)); "
@@ -59,7 +63,7 @@ def run(args, output) -> int:
     with output.reporter() as events:
         report = run_bench(bundle, kernel, reps=args.reps, warmup=args.warmup, only=args.only,
                            report=events, command=command, cpu_limit_s=None if args.allow_cpu else CPU_LIMIT_S,
-                           dtype=args.dtype)
+                           dtype=args.dtype, samples=args.samples)
     data = report.to_json()
     if args.out:
         atomic_write_text(args.out, json.dumps(data, indent=2) + "\n")

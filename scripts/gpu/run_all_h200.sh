@@ -15,7 +15,8 @@
 # with the others, and swept by scripts/gpu/sweep.py after the benches; SWEEP
 # names the sweep set, default the kernel's, or one per kernel as "rmsnorm=set adaln=set"),
 # DTYPES (e.g. "float16 float32": each kernel of DTYPE_BENCH, default KERNELS,
-# benched again per dtype after the bf16 benches: $RES/<k>-h200-<dtype>.*).
+# benched again per dtype after the bf16 benches: $RES/<k>-h200-<dtype>.*),
+# SAMPLES (the bf16 benches' `--samples`, default 1).
 # The smoke runs of all kernels go in parallel (correctness only); the benches
 # run one at a time, alone on the GPU.
 set -uo pipefail
@@ -90,7 +91,7 @@ for k in $KERNELS; do
   [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k"; continue; }
   t0=$(date +%s)
   timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --reps "${REPS:-100}" \
-    --out "$RES/$k-h200.json" --plot "$RES/$k-h200.png" --markdown "$RES/$k-h200.md" > /dev/null 2> "$RES/$k-bench.log"
+    --samples "${SAMPLES:-1}" --out "$RES/$k-h200.json" --plot "$RES/$k-h200.png" --markdown "$RES/$k-h200.md" > /dev/null 2> "$RES/$k-bench.log"
   echo "bench $k rc=$? took $(( $(date +%s) - t0 )) s"
   python3 scripts/gpu/bench_summary.py "$RES/$k-h200.json"
   pack

@@ -130,6 +130,58 @@ def test_wants_graph_by_size_and_by_key():
     assert not bench.wants_graph({"bytes": 1, "graph": False}, cuda)
 
 
+def test_samples_are_fresh_setups_and_give_the_spread(monkeypatch):
+    monkeypatch.setattr(bench.Timer, "graph", _fake_graph)
+    setups = []
+
+    def setup(kernel, device):
+        setups.append(1)
+        x = torch.randn(64, 1024)  # new tensors at every sample
+        return {"kernel": lambda: kernel.double(x), "slow": lambda: sum([x for _ in range(8)]) / 4}
+
+    case = {"name": "double/64x1024", "op": "double", "group": "toy", "shape": "64x1024", "dtype": "float32",
+            "bytes": 2 * 64 * 1024 * 4, "setup": setup, "baselines": ("slow",)}
+    module = types.SimpleNamespace(double=lambda x: x * 2)
+    _, (result,) = bench.run_cases(module, [case], torch.device("cpu"), reps=4, warmup=1, samples=3, graph=True)
+    assert len(setups) == 3
+    for impl in ("kernel", "slow"):
+        t = result.timings[impl]
+        assert len(t.samples_us) == 3 and t.median_us == sorted(t.samples_us)[1] and t.reps == 12
+        assert t.spread_us == (min(t.samples_us), max(t.samples_us))
+        assert len(result.graph_timings[impl].samples_us) == 3
+    report = bench.BenchReport(kernel="toy", kernel_id="_toy_cpu_1", variant="torch-cpu", device="cpu", torch="x",
+                               copy_gbs=1.0, method={"timer": "host perf_counter", "reps": 4, "samples": 3},
+                               cases=(result,))
+    row = report.to_json()["results"][0]
+    assert row["spread_us"]["kernel"] == [round(v, 3) for v in result.timings["kernel"].spread_us]
+    assert set(row["graph_spread_us"]) == {"kernel", "slow"}
+    table = bench.markdown_table(report.to_json())
+    assert "median of 3 samples" in table and "–" in table.split("| toy |")[1].split("\n")[0]
+    # one sample: no spread anywhere, as before
+    _, (single,) = bench.run_cases(module, [case], torch.device("cpu"), reps=2, warmup=1)
+    assert single.timings["kernel"].spread_us is None and "spread_us" not in bench.BenchReport(
+        kernel="toy", kernel_id="k", variant="v", device="cpu", torch="x", copy_gbs=1.0,
+        method={"timer": "t", "reps": 2}, cases=(single,)).to_json()["results"][0]
+    with pytest.raises(bench.BenchError, match="samples must be at least 1"):
+        bench.run_cases(module, [case], torch.device("cpu"), reps=2, warmup=1, samples=0)
+
+
+def test_a_miss_within_the_samples_spread_says_so():
+    def row(name, kernel, base, spread):
+        return {"name": name, "op": "o", "group": "g", "shape": "1x1", "dtype": "bfloat16", "bytes": 1 << 20,
+                "baselines": ["b"], "times_us": {"kernel": kernel, "b": base}, "speedup": {"b": base / kernel},
+                "copy_fraction": {"kernel": 0.5, "b": 0.5}, "spread_us": spread}
+
+    data = {"device": "H200", "torch": "x", "variant": "v", "method": {"reps": 1, "timer": "t", "samples": 3},
+            "copy_bandwidth_gbs": 4000.0, "results": [
+                row("close", 2.0, 1.9, {"kernel": [1.95, 2.1], "b": [1.85, 1.98]}),
+                row("clear", 2.0, 1.5, {"kernel": [1.95, 2.1], "b": [1.45, 1.55]}),
+            ]}
+    misses = bench.target_misses(data)
+    assert misses[0] == "close: b 1.90 µs, kernel 2.00 µs (the samples overlap: kernel 1.95-2.10, b 1.85-1.98)"
+    assert misses[1] == "clear: b 1.50 µs, kernel 2.00 µs"
+
+
 def test_target_misses_names_every_loss():
     def row(name, kernel, base, nbytes, fraction, graph=None):
         r = {"name": name, "op": "o", "group": "g", "shape": "1x1", "dtype": "bfloat16", "bytes": nbytes,
@@ -485,11 +537,15 @@ def test_bench_cli_in_another_dtype_on_cpu_build(tmp_path):
 
     out = tmp_path / "r.json"
     proc = subprocess.run([sys.executable, "-m", "pipeline", "bench", str(builds.good_build()), "--dtype", "float16",
-                           "--only", "rms_norm/8x4096", "--reps", "3", "--warmup", "1", "--out", str(out)],
+                           "--only", "rms_norm/8x4096", "--reps", "3", "--warmup", "1", "--samples", "2",
+                           "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     assert "--dtype float16" in data["command"]
+    # two fresh setups per case: each figure carries both samples' range
+    assert data["method"]["samples"] == 2 and all(len(r["spread_us"]) == 1 + len(r["baselines"])
+                                                  for r in data["results"])
     assert [r["dtype"] for r in data["results"]] == ["float16", "float16"]
     # a float16 record's kernel and baselines agree as closely as float16 allows
     assert all(v < 1e-2 for r in data["results"] for v in r["max_rel_diff"].values())
