@@ -13,7 +13,7 @@
 # EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests), SEEDS (smoke seeds),
 # TUNE (kernels also built as tuning builds, -D<KERNEL>_TUNE_ENV, in parallel
 # with the others, and swept by scripts/gpu/sweep.py after the benches; SWEEP
-# names the sweep set, default the kernel's, or one per kernel as "rmsnorm=set adaln=set"),
+# names the sweep set, default the kernel's, or sets per kernel as "rmsnorm=set,set adaln=set"),
 # DTYPES (e.g. "float16 float32": each kernel of DTYPE_BENCH, default KERNELS,
 # benched again per dtype after the bf16 benches: $RES/<k>-h200-<dtype>.*),
 # SAMPLES (the bf16 benches' `--samples`, default 1).
@@ -108,17 +108,20 @@ for dt in ${DTYPES:-}; do
     pack
   done
 done
-sweep_set() {  # the sweep set of kernel $1: SWEEP's "$1=set" entry, a bare SWEEP, or the kernel's own
+sweep_sets() {  # kernel $1's sweep sets: SWEEP's "$1=set[,set]" entry, a bare SWEEP, or the kernel's own
   local e
-  for e in ${SWEEP:-}; do case "$e" in "$1="*) echo "${e#*=}"; return ;; *=*) ;; *) echo "$e"; return ;; esac; done
+  for e in ${SWEEP:-}; do case "$e" in "$1="*) echo "${e#*=}" | tr , ' '; return ;; *=*) ;; *) echo "$e"; return ;; esac; done
   echo "$1"
 }
 for k in $TUNE; do
-  [ "$(left)" -gt 20 ] || { echo "deadline: skipping sweep $k"; continue; }
-  t0=$(date +%s)
-  timeout "$(left)" python3 scripts/gpu/sweep.py "$(sweep_set "$k")" "/tmp/build-tune-$k" --json "$RES/sweep-$k.json" \
-    > "$RES/sweep-$k.txt" 2>&1
-  echo "sweep $k rc=$? took $(( $(date +%s) - t0 )) s"; tail -4 "$RES/sweep-$k.txt"; pack
+  for set in $(sweep_sets "$k"); do
+    [ "$(left)" -gt 20 ] || { echo "deadline: skipping sweep $k $set"; continue; }
+    t0=$(date +%s)
+    out="sweep-$k"; [ "$set" = "$k" ] || out="sweep-$set"
+    timeout "$(left)" python3 scripts/gpu/sweep.py "$set" "/tmp/build-tune-$k" --json "$RES/$out.json" \
+      > "$RES/$out.txt" 2>&1
+    echo "sweep $k ($set) rc=$? took $(( $(date +%s) - t0 )) s"; tail -4 "$RES/$out.txt"; pack
+  done
 done
 
 if [ "${TESTS:-1}" = 1 ] && [ "$(left)" -gt 15 ] && [ -d /tmp/build-rmsnorm ]; then

@@ -77,6 +77,15 @@ SWEEPS = {
     }),
     # adaln in float32 (dtypes_h200.sh: the RMS variant 4-5 % behind torch.compile at rows of 2048, 512
     # packs, which the rule gives 64 lanes of 8): fields vpt, lanes per row, rows per block.
+    # bf16, rows the earlier sets never tried at two vectors per thread (torch.compile's shape for these:
+    # one program of 512 threads per row, 32 bytes each): wide rows, and the fused batches of 512-2048
+    # rows that are 5-10 % behind torch.compile.
+    "rmsnorm-wide2": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["0,2,0,0,0,0", "0,4,0,0,0,0", "3,8,0,0,0,0"]
+           for s in ("8192x7168", "2048x7168", "4096x8192", "8192x5120", "64x7168", "1x8192", "64x8192")},
+        **{f"fused_add_rms_norm/{s}": ["0,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0", "3,4,0,0,0,0", "3,8,0,0,0,0"]
+           for s in ("512x4096", "1024x4096", "2048x4096")},
+    }),
     "adaln-fp32": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
            for s in ("1x6144x2048", "2x16384x2048", "1x384x2048")},

@@ -4,7 +4,8 @@
 #    (geglu NOTES.md, "float16 and float32") built beside the shipped builds, smoked with 2 seeds
 #    (both at once, before any timing), benched after the shipped builds and compared
 #    (compare_bench.py);
-#  - tuning builds of rmsnorm and adaln swept in float32 (sets rmsnorm-fp32, adaln-fp32);
+#  - tuning builds of rmsnorm and adaln swept in float32 (sets rmsnorm-fp32, adaln-fp32) and
+#    rmsnorm's wide rows and fused batches at two vectors per thread in bf16 (set rmsnorm-wide2);
 #  - the model-level check (model_h200.sh: a published rmsnorm in a 4-layer Qwen3 through
 #    kernelize), last, on whatever rmsnorm source is checked in.
 # Device tool: carry [".whl"], command `bash scripts/gpu/v5_explore_h200.sh`.
@@ -25,5 +26,5 @@ LAST='for v in rope:rope-static:static geglu:geglu-i32:i32; do
 done
 bash scripts/gpu/model_h200.sh > /dev/null 2>&1; echo "model rc=$?"; tail -n 5 "$RES/model-h200.log"'
 MAX_JOBS=8 DEADLINE=${DEADLINE:-555} KERNELS="rmsnorm rope geglu" SMOKE="" BENCH="rope geglu" \
-  TUNE="rmsnorm adaln" SWEEP="rmsnorm=rmsnorm-fp32 adaln=adaln-fp32" TESTS=0 EXTRA="$SMOKES" \
+  TUNE="rmsnorm adaln" SWEEP="rmsnorm=rmsnorm-fp32,rmsnorm-wide2 adaln=adaln-fp32" TESTS=0 EXTRA="$SMOKES" \
   EXTRA_LAST="$LAST" bash scripts/gpu/run_all_h200.sh
