@@ -378,20 +378,23 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
         impls = ["kernel", *case["baselines"]]
         graphed = graph if graph is not None else wants_graph(case, device)
         taken: list[tuple[dict, dict, dict]] = []
-        fns = None
+        fns = previous = None
         try:
             for sample in range(samples):
+                # Set up while the previous sample's tensors are still held, so that the
+                # caching allocator cannot hand this sample the same addresses.
                 fns = case["setup"](module, device)
+                previous = None
                 if sample == 0:
                     ref = _first(fns["kernel"]())
                     diffs = {b: round(_rel(_first(fns[b]()), ref), 6) for b in case["baselines"]}
                     ref = None
                 taken.append(_time_sample(timer, fns, impls, graphed))
-                fns = None
+                previous, fns = fns, None
         except Exception as exc:
             raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="bench-case-failed") from None
         finally:
-            fns = None
+            fns = previous = None
             if device.type == "cuda":
                 torch.cuda.empty_cache()
         timings = {impl: combine_samples([t[0][impl] for t in taken]) for impl in impls}

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import types
+import weakref
 from pathlib import Path
 
 import pytest
@@ -132,18 +133,21 @@ def test_wants_graph_by_size_and_by_key():
 
 def test_samples_are_fresh_setups_and_give_the_spread(monkeypatch):
     monkeypatch.setattr(bench.Timer, "graph", _fake_graph)
-    setups = []
+    setups, alive_at_setup = [], []
 
     def setup(kernel, device):
-        setups.append(1)
-        x = torch.randn(64, 1024)  # new tensors at every sample
+        # the previous sample's tensors are still held while this one allocates (new addresses)
+        alive_at_setup.append(bool(setups) and setups[-1]() is not None)
+        x = torch.randn(64, 1024)
+        setups.append(weakref.ref(x))
         return {"kernel": lambda: kernel.double(x), "slow": lambda: sum([x for _ in range(8)]) / 4}
 
     case = {"name": "double/64x1024", "op": "double", "group": "toy", "shape": "64x1024", "dtype": "float32",
             "bytes": 2 * 64 * 1024 * 4, "setup": setup, "baselines": ("slow",)}
     module = types.SimpleNamespace(double=lambda x: x * 2)
     _, (result,) = bench.run_cases(module, [case], torch.device("cpu"), reps=4, warmup=1, samples=3, graph=True)
-    assert len(setups) == 3
+    assert alive_at_setup == [False, True, True]
+    assert all(ref() is None for ref in setups)  # and nothing is held after the case
     for impl in ("kernel", "slow"):
         t = result.timings[impl]
         assert len(t.samples_us) == 3 and t.median_us == sorted(t.samples_us)[1] and t.reps == 12
