@@ -24,6 +24,9 @@ def main(path: str) -> int:
                 + " ".join(f"{b[:6]} {t[b]:.2f}" for b in r["baselines"]))
         if g:
             line += " || graph " + " ".join(f"{k[:6]} {v:.2f}" for k, v in g.items())
+        spread = r.get("spread_us", {})
+        if spread:  # `--samples N`: each figure's range over the samples
+            line += " || range " + " ".join(f"{k[:6]} {lo:.2f}-{hi:.2f}" for k, (lo, hi) in spread.items())
         print(line)
     return 0
 
