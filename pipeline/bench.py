@@ -131,14 +131,11 @@ class BenchReport:
                 "speedup": {b: _sig(c.speedup(b)) for b in c.baselines},
                 "max_rel_diff": c.max_rel_diff,
             })
-            spread = {k: [round(v, 3) for v in t.spread_us] for k, t in c.timings.items() if t.spread_us}
-            if spread:
+            if spread := _spreads(c.timings):
                 rows[-1]["spread_us"] = spread
             if c.graph_timings or c.graph_errors:
                 rows[-1]["graph_times_us"] = {k: round(t.median_us, 3) for k, t in c.graph_timings.items()}
-                graph_spread = {k: [round(v, 3) for v in t.spread_us] for k, t in c.graph_timings.items()
-                                if t.spread_us}
-                if graph_spread:
+                if graph_spread := _spreads(c.graph_timings):
                     rows[-1]["graph_spread_us"] = graph_spread
                 rows[-1]["graph_speedup"] = {b: _sig(v) for b in c.baselines
                                              if (v := c.graph_speedup(b)) is not None}
@@ -149,6 +146,11 @@ class BenchReport:
             "torch": self.torch, "command": self.command, "created": self.created, "method": self.method,
             "copy_bandwidth_gbs": _sig(self.copy_gbs), "results": rows,
         }
+
+
+def _spreads(timings: dict) -> dict:
+    """impl -> [fastest, slowest] sample median, for the timings taken in several samples."""
+    return {k: [round(v, 3) for v in t.spread_us] for k, t in timings.items() if t.spread_us}
 
 
 def _sig(x: float, digits: int = 4) -> float:

@@ -34,11 +34,11 @@ def _time_cell(times: dict, spread: dict, impl: str) -> str:
     return f"{times[impl]:.1f}" + (f" ({lo_hi[0]:.1f}–{lo_hi[1]:.1f})" if lo_hi else "")
 
 
-def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, with_copy: bool) -> list[str]:
+def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, spread_key: str,
+              with_copy: bool) -> list[str]:
     head = ["set", "shape", "kernel (µs)"] + (["of copy BW"] if with_copy else []) + \
            [f"{b} (µs)" for b in baselines] + [f"× vs {b}" for b in baselines]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
-    spread_key = "graph_spread_us" if times_key == "graph_times_us" else "spread_us"
     for row in rows:
         t, sp, spread = row[times_key], row.get(speed_key, {}), row.get(spread_key, {})
         cells = [row["group"], row["shape"], _time_cell(t, spread, "kernel")]
@@ -109,12 +109,12 @@ def markdown_table(results_json) -> str:
     for op, rows in ops.items():
         baselines = rows[0]["baselines"]
         lines += [f"**{op}**", ""]
-        lines += _op_table(rows, baselines, "times_us", "speedup", True)
+        lines += _op_table(rows, baselines, "times_us", "speedup", "spread_us", True)
         lines.append("")
         graphed = [r for r in rows if r.get("graph_times_us")]
         if graphed:
             lines += [f"**{op}, under CUDA-graph replay** (µs per call, hot L2)", ""]
-            lines += _op_table(graphed, baselines, "graph_times_us", "graph_speedup", False)
+            lines += _op_table(graphed, baselines, "graph_times_us", "graph_speedup", "graph_spread_us", False)
             lines.append("")
     misses = target_misses(data)
     dtypes = {row.get("dtype", PRIMARY_DTYPE) for row in data["results"]}

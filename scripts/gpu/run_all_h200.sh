@@ -86,27 +86,22 @@ if [ ${#spids[@]} -gt 0 ]; then
   done
   echo "smoke (parallel) took $(( $(date +%s) - t0 )) s"; pack
 fi
-for k in $KERNELS; do
-  wants "$BENCH" "$k" || continue
-  [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k"; continue; }
+bench_one() {  # bench_one KERNEL TAG [ARG...]: one `pipeline bench` run alone on the GPU, records $RES/KERNEL-h200TAG.*
+  local k=$1 tag=$2 t0; shift 2
+  [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k$tag"; return; }
   t0=$(date +%s)
-  timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --reps "${REPS:-100}" \
-    --samples "${SAMPLES:-1}" --out "$RES/$k-h200.json" --plot "$RES/$k-h200.png" --markdown "$RES/$k-h200.md" > /dev/null 2> "$RES/$k-bench.log"
-  echo "bench $k rc=$? took $(( $(date +%s) - t0 )) s"
-  python3 scripts/gpu/bench_summary.py "$RES/$k-h200.json"
+  timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --reps "${REPS:-100}" "$@" \
+    --out "$RES/$k-h200$tag.json" --plot "$RES/$k-h200$tag.png" --markdown "$RES/$k-h200$tag.md" \
+    > /dev/null 2> "$RES/$k-bench$tag.log"
+  echo "bench $k$tag rc=$? took $(( $(date +%s) - t0 )) s"
+  python3 scripts/gpu/bench_summary.py "$RES/$k-h200$tag.json"
   pack
+}
+for k in $KERNELS; do
+  wants "$BENCH" "$k" && bench_one "$k" "" --samples "${SAMPLES:-1}"
 done
 for dt in ${DTYPES:-}; do
-  for k in ${DTYPE_BENCH-$KERNELS}; do
-    [ "$(left)" -gt 30 ] || { echo "deadline: skipping bench $k $dt"; continue; }
-    t0=$(date +%s)
-    timeout "$(left)" python3 -m pipeline bench "/tmp/build-$k" --kernel "kernels-src/$k" --dtype "$dt" \
-      --reps "${REPS:-100}" --out "$RES/$k-h200-$dt.json" --plot "$RES/$k-h200-$dt.png" \
-      --markdown "$RES/$k-h200-$dt.md" > /dev/null 2> "$RES/$k-bench-$dt.log"
-    echo "bench $k $dt rc=$? took $(( $(date +%s) - t0 )) s"
-    python3 scripts/gpu/bench_summary.py "$RES/$k-h200-$dt.json"
-    pack
-  done
+  for k in ${DTYPE_BENCH-$KERNELS}; do bench_one "$k" "-$dt" --dtype "$dt"; done
 done
 sweep_sets() {  # kernel $1's sweep sets: SWEEP's "$1=set[,set]" entry, a bare SWEEP, or the kernel's own
   local e
