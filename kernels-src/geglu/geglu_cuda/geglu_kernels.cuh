@@ -66,7 +66,7 @@ __device__ __forceinline__ float gelu(float x) {
 // offsets fit (an experiment, NOTES.md "Version 4 plan": rmsnorm's decode
 // launch gained 0.2 us from the same change). 0: off (the shipped build).
 #ifndef GEGLU_DECODE_I32
-#define GEGLU_DECODE_I32 0
+#define GEGLU_DECODE_I32 1
 #endif
 
 // grid (ceil(d_vec / (threads * VPT)), min(rows, 65535)); each thread VPT

@@ -27,6 +27,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 // Compile-time knobs, for the tuner's experiments (benchmarks/tune); the
 // defaults are what the extension ships.
@@ -92,7 +93,7 @@
 // 0: the loop form, the shipped build until a build with 1 passes smoke on the
 // H200 (scripts/gpu/v5_record_h200.sh; rows_small's form is not measured yet).
 #ifndef RMSNORM_DECODE_I32
-#define RMSNORM_DECODE_I32 0
+#define RMSNORM_DECODE_I32 1
 #endif
 // rows_reg's __launch_bounds__: 512 threads, and a minimum number
 // of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
@@ -639,7 +640,11 @@ inline bool async_by_rule(int64_t rows, int nvec, bool fused) {
 // Measured (call 1 of issue 19's session): one block per row was faster than
 // any cluster at 8192 hidden and at 64 rows of 16384; four blocks won only at
 // a few rows of 16384 (1x16384 graph replay 3.05 -> 2.68 us).
-inline int cluster_by_rule(int64_t rows, int nvec) {
+// float32 rows of up to 4096 vectors in batches from 2048 rows stay in one
+// block's registers (8 vectors x 512 threads): 2048x16384 77.6 -> 67.9 us
+// (sweep rmsnorm-fp32, fifth session's call 2).
+inline int cluster_by_rule(int64_t rows, int nvec, int elem_size) {
+  if (elem_size == 4 && nvec <= 4096 && rows >= 2048) return 0;
   if (nvec > 2048) return (nvec + 1023) / 1024;  // slices of at most 1024 vectors
   if (rows <= 8 && nvec >= 2048) return 4;       // slices of 512 vectors
   return 0;
@@ -698,7 +703,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
   const int n = 16 / elem_size;
   const int nvec = aligned && hidden % n == 0 ? hidden / n : 0;
   if (nvec > 0 && cluster_ok && nvec <= 8 * 1024 && (force_kind == 7 || force_kind < 0)) {
-    const int cs = force_kind == 7 ? (force_cs ? force_cs : 4) : cluster_by_rule(rows, nvec);
+    const int cs = force_kind == 7 ? (force_cs ? force_cs : 4) : cluster_by_rule(rows, nvec, elem_size);
     if (cs > 0 && (nvec + cs - 1) / cs <= 1024) return cluster_config(rows, nvec, cs, force_kind == 7 ? force_vpt : 0);
   }
   if (nvec > 0 && ((force_kind == 6 && nvec <= 128) || (force_kind < 0 && nvec <= 64))) {
@@ -759,8 +764,13 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // By rule only up to 1024 vectors (16 per thread: 2048x16384 47.0 us
       // against 37.9 in registers), and past 512 vectors only from 4096 rows
       // (2048x7168: 21.3 against 20.1 in registers; 8192x7168 61.0 against 67.4).
+      // float32 never past 256 vectors (the rule was measured in bf16; in float32
+      // rows_reg won every sweep case from 512 vectors: 4096x4096 37.0 -> 33.6 us,
+      // 8192x3072 53.3 -> 49.4, 8192x2048 33.9 -> 33.3, fused 8192x4096
+      // 146.1 -> 129.6; sweep rmsnorm-fp32, fifth session's call 2).
       else if (force_kind < 0)
-        use_async = async_fits && nvec <= 8 * 128 && async_by_rule(rows, nvec, fused) && (nvec <= 512 || rows >= 4096);
+        use_async = async_fits && nvec <= 8 * 128 && async_by_rule(rows, nvec, fused) &&
+                    (nvec <= 512 || rows >= 4096) && (elem_size != 4 || nvec < 512);
       if (use_async) {
         c.kind = 3;
         c.vpt = avpt;
@@ -887,6 +897,28 @@ inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStrea
   return cudaLaunchKernelEx(&cfg, rows_cluster<T, 4, FUSED>, p, c.slice);
 }
 
+// rows_reg's one-step form (RMSNORM_DECODE_I32) where it fits the register
+// cap: in bf16 at 4 and 8 vectors per thread it spills 28 and 40 bytes under
+// RMSNORM_REG_BOUNDS' 64 registers (ptxas -v, sm_90, nvcc 13.0; the loop form
+// spills none at 4), and the H200 showed it (2048x7168 18.8 -> 23.5 us,
+// 2048x16384 38.2 -> 47.0, 1024x3072 8.4 -> 9.1), where fp16 and fp32 fit in
+// 56 registers and got faster (2048x7168 fp16 19.3 -> 17.1). The fused kernels
+// are uncapped (80 and 116 registers, no spill). False: launch the loop form.
+template <typename T, int VPT, bool FUSED>
+constexpr bool reg_one_step_fits() {
+  return FUSED || VPT <= 2 || !std::is_same<T, __nv_bfloat16>::value;
+}
+
+template <typename T, int VPT, bool FUSED>
+inline bool reg_one_step(const Params<T>& p, dim3 grid, dim3 block, cudaStream_t stream) {
+  if constexpr (reg_one_step_fits<T, VPT, FUSED>()) {
+    rows_reg<T, VPT, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p);
+    return true;
+  } else {
+    return false;
+  }
+}
+
 // `smem`: dynamic shared memory per block, unused by the kernels; the tuner
 // sets it to cap how many blocks share a multiprocessor.
 template <typename T, bool FUSED>
@@ -897,13 +929,11 @@ inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stre
   dim3 grid((unsigned)c.grid);
 #if RMSNORM_DECODE_I32
   if (c.kind == 0 && smem == 0 && offsets_fit_i32(p) && c.grid * c.ty >= p.rows) {
-    switch (c.vpt) {
-      case 1: rows_reg<T, 1, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
-      case 2: rows_reg<T, 2, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
-      case 4: rows_reg<T, 4, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
-      default: rows_reg<T, 8, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
-    }
-    return cudaGetLastError();
+    const bool one_step = c.vpt == 1   ? reg_one_step<T, 1, FUSED>(p, grid, block, stream)
+                          : c.vpt == 2 ? reg_one_step<T, 2, FUSED>(p, grid, block, stream)
+                          : c.vpt == 4 ? reg_one_step<T, 4, FUSED>(p, grid, block, stream)
+                                       : reg_one_step<T, 8, FUSED>(p, grid, block, stream);
+    if (one_step) return cudaGetLastError();
   }
 #endif
   if (c.kind == 0) {

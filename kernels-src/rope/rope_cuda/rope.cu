@@ -30,7 +30,7 @@
 // launch allows (an experiment, NOTES.md "Version 4 plan": the decode step's
 // loads wait on the runtime y_is_mid / wrap branches): 0 off (shipped).
 #ifndef ROPE_SLAB_STATIC
-#define ROPE_SLAB_STATIC 0
+#define ROPE_SLAB_STATIC 1
 #endif
 
 namespace {
