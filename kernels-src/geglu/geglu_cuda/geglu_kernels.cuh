@@ -64,7 +64,10 @@ __device__ __forceinline__ float gelu(float x) {
 
 // 32-bit offsets and no row loop where the grid covers every row and the
 // offsets fit (an experiment, NOTES.md "Version 4 plan": rmsnorm's decode
-// launch gained 0.2 us from the same change). 0: off (the shipped build).
+// launch gained 0.2 us from the same change). 1: shipped since its H200 smoke
+// (426/426, 2 seeds) and record (4096x16384 52.1 -> 48.3 us, decode 8x28672
+// under graph replay 1.83 -> 1.57; scripts/gpu/v5_explore_h200.sh,
+// v5_record2_h200.sh); 0: the row loop and 64-bit offsets everywhere.
 #ifndef GEGLU_DECODE_I32
 #define GEGLU_DECODE_I32 1
 #endif

@@ -90,8 +90,9 @@
 // the x loads waited on the loop's exit test and 64-bit offset arithmetic;
 // named for the decode launch where it was measured first: H200, bf16, graph
 // replay 1x4096 1.89 -> 1.65 us, 8192x4096 35.5 -> 34.7, rows_reg only).
-// 0: the loop form, the shipped build until a build with 1 passes smoke on the
-// H200 (scripts/gpu/v5_record_h200.sh; rows_small's form is not measured yet).
+// 1 (shipped since the fifth session's H200 smoke, 873/873 with 3 seeds, and
+// records: scripts/gpu/v5_record_h200.sh, v5_record3_h200.sh), except where
+// the one-step form spills (reg_one_step_fits); 0: the loop form everywhere.
 #ifndef RMSNORM_DECODE_I32
 #define RMSNORM_DECODE_I32 1
 #endif

@@ -28,7 +28,9 @@
 
 // The slab kernel with y_is_mid and wrap as compile-time constants where the
 // launch allows (an experiment, NOTES.md "Version 4 plan": the decode step's
-// loads wait on the runtime y_is_mid / wrap branches): 0 off (shipped).
+// loads wait on the runtime y_is_mid / wrap branches). 1: shipped since its H200
+// smoke (456/456, 2 seeds) and record (decode 1x32 under graph replay 1.52 ->
+// 1.30 us; scripts/gpu/v5_explore_h200.sh, v5_record2_h200.sh); 0: runtime branches.
 #ifndef ROPE_SLAB_STATIC
 #define ROPE_SLAB_STATIC 1
 #endif
