@@ -254,6 +254,15 @@ inline int group_lanes(int packs) {
   return best;
 }
 
+// float32 rows past 256 packs at 4 packs per lane instead of 8 (an experiment,
+// sweep adaln-fp32 of 2026-12-01's fifth session, call 2, H200: RMS 1x6144x2048
+// 27.02 -> 25.66 us, 2x16384x2048 130.75 -> 129.04 at 128 lanes; 1x384x2048
+// 7.26 -> 7.33 flushed, graph 3.52 -> 3.41). 0: off (shipped) until a build
+// with 1 is smoked on the H200 (scripts/gpu/adaln_f32_h200.sh).
+#ifndef ADALN_F32_LANES4
+#define ADALN_F32_LANES4 0
+#endif
+
 // force_*: a tuning build's overrides (0: the rule's choice).
 inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned, int force_vpt = 0, int force_tx = 0,
                             int force_ty = 0) {
@@ -262,7 +271,8 @@ inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned
   if (!aligned || D % n != 0 || D / n > 256 * 8) return c;
   const int packs = (int)(D / n);
   int tx = force_tx > 0 && (force_tx <= 32 ? (force_tx & (force_tx - 1)) == 0 : force_tx % 32 == 0) ? force_tx : 0;
-  if (tx == 0) tx = packs <= 256 ? group_lanes(packs) : ((packs + 8 * 32 - 1) / (8 * 32)) * 32;
+  const int lane_packs = ADALN_F32_LANES4 && elem_size == 4 ? 4 : 8;  // packs per lane past 256
+  if (tx == 0) tx = packs <= 256 ? group_lanes(packs) : ((packs + lane_packs * 32 - 1) / (lane_packs * 32)) * 32;
   if (tx > 256) tx = 256;
   int vpt = force_vpt ? force_vpt : (packs + tx - 1) / tx;
   if ((int64_t)vpt * tx < packs) vpt = (packs + tx - 1) / tx;

@@ -96,6 +96,15 @@
 #ifndef RMSNORM_DECODE_I32
 #define RMSNORM_DECODE_I32 1
 #endif
+// Decode batches (up to 64 rows) of 16-bit rows of 513-1024 vectors (hidden
+// 7168, 8192) at two vectors per thread, 448-512 threads, instead of four (an
+// experiment: sweep rmsnorm-wide2, fifth session's call 2, H200 bf16, graph
+// replay 1x8192 2.40 -> 2.18 us, 64x8192 2.71 -> 2.45, 64x7168 2.44 -> 2.38,
+// against a rule figure taken with the spilling one-step form). 0: off (shipped)
+// until a build with 1 is smoked on the H200 (scripts/gpu/v6_explore_h200.sh).
+#ifndef RMSNORM_WIDE_DECODE2
+#define RMSNORM_WIDE_DECODE2 0
+#endif
 // rows_reg's __launch_bounds__: 512 threads, and a minimum number
 // of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
 // 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
@@ -741,6 +750,10 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // 5.25 -> 5.06 us, 512x4096 6.37 -> 6.21; at 3072, 192 threads were
       // slower, so only rows of 256 or 512 vectors; NOTES.md, version 3).
       if (force_vpt == 0 && vpt == 4 && rows <= 512 && (nvec == 256 || nvec == 512)) vpt = 2;
+      // RMSNORM_WIDE_DECODE2: decode batches of 16-bit rows of 7168-8192 at two vectors too.
+      if (RMSNORM_WIDE_DECODE2 && force_vpt == 0 && vpt == 4 && elem_size == 2 && rows <= 64 && nvec > 512 &&
+          nvec <= 1024)
+        vpt = 2;
       int tx = force_tx ? force_tx : round_up_32((nvec + vpt - 1) / vpt);
       if (tx < 32) tx = 32;
       if ((int64_t)tx * vpt < nvec) tx = round_up_32((nvec + vpt - 1) / vpt);  // a forced tx too small
