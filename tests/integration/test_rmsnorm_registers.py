@@ -1,0 +1,92 @@
+"""rmsnorm's kernels keep their registers: no launch-reachable kernel spills beyond the ledger.
+
+The fifth session's H200 record caught a 25 % regression that no test here could have: the
+one-step rows_reg<bf16, 4> (RMSNORM_DECODE_I32) spilled 28 bytes under the 64-register cap of
+RMSNORM_REG_BOUNDS, while float16's twin fitted in 56 registers. `reg_one_step_fits` now keeps
+bf16's loop form there. This compiles every kernel `rmsnorm::launch<T, FUSED>` reaches (three
+dtypes, plain and fused) for sm_90 with `--resource-usage` and compares the spills with the
+ledger below, so a kernel edit that starts spilling fails on a CPU-only machine, before any
+device time is spent on it. The figures are ptxas's for nvcc 13.0; other versions allocate
+differently, so the test runs with that version only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HEADER = REPO / "kernels-src" / "rmsnorm" / "rmsnorm_cuda" / "rmsnorm_kernels.cuh"
+CUDA_BIN = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"
+NVCC = str(CUDA_BIN / "nvcc") if (CUDA_BIN / "nvcc").exists() else shutil.which("nvcc")
+MEASURED_WITH = "release 13.0"
+
+# Spills that are known, by kernel (demangled, parameters dropped): bytes of spill stores.
+KNOWN_SPILLS = {
+    # the loop form at 8 vectors per thread under the 64-register cap: rows of 2049-4096 vectors
+    # where no cluster runs (before sm_90) or offsets pass 2^31 (the one-step form has 56 registers
+    # in float16/float32; bf16's spills 40 bytes and is never launched: reg_one_step_fits)
+    "rmsnorm::rows_reg<__half, 8, false, long, true>": 16,
+    "rmsnorm::rows_reg<__nv_bfloat16, 8, false, long, true>": 16,
+    "rmsnorm::rows_reg<float, 8, false, long, true>": 24,
+    # rows_small with 8 vectors in flight per lane, fused, and at 4 vectors one step in bf16:
+    # shapes only the tuner forces (small_config gives at most 2 vectors at the rule's rows)
+    "rmsnorm::rows_small<__half, 4, 2, true, long, true>": 12,
+    "rmsnorm::rows_small<__nv_bfloat16, 4, 2, true, long, true>": 12,
+    "rmsnorm::rows_small<float, 2, 4, true, long, true>": 8,
+    "rmsnorm::rows_small<__nv_bfloat16, 4, 1, false, int, false>": 2,
+}
+
+PROBE = """#include "{header}"
+#define LAUNCH(T, F) template cudaError_t rmsnorm::launch<T, F>(const rmsnorm::Params<T>&, \\
+    const rmsnorm::Config&, cudaStream_t, size_t);
+LAUNCH(float, false) LAUNCH(__half, false) LAUNCH(__nv_bfloat16, false)
+LAUNCH(float, true) LAUNCH(__half, true) LAUNCH(__nv_bfloat16, true)
+"""
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(NVCC is None, reason="needs nvcc ($CUDA_HOME/bin/nvcc)")]
+
+
+def _demangle(names: list[str]) -> list[str]:
+    tool = str(CUDA_BIN / "cu++filt") if (CUDA_BIN / "cu++filt").exists() else shutil.which("c++filt")
+    if tool is None:
+        pytest.skip("needs cu++filt or c++filt to name the kernels")
+    out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, check=True).stdout
+    return [line.split("(")[0].removeprefix("void ").strip() for line in out.splitlines()]
+
+
+def resource_usage(tmp_path: Path) -> dict[str, tuple[int, int]]:
+    """Kernel name -> (registers, bytes of spill stores), as ptxas reports them for sm_90."""
+    probe = tmp_path / "probe.cu"
+    probe.write_text(PROBE.format(header=HEADER))
+    proc = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-std=c++17", "--resource-usage", str(probe),
+                           "-o", str(tmp_path / "probe.cubin")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = proc.stdout + proc.stderr
+    blocks = report.split("Compiling entry function '")[1:]
+    names = _demangle([b.split("'", 1)[0] for b in blocks])
+    usage = {}
+    for name, block in zip(names, blocks):
+        regs = re.search(r"Used (\d+) registers", block)
+        spill = re.search(r"(\d+) bytes spill stores", block)
+        assert regs and spill, block[:500]
+        usage[name] = (int(regs.group(1)), int(spill.group(1)))
+    return usage
+
+
+def test_launch_reachable_kernels_spill_only_as_the_ledger_says(tmp_path):
+    version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+    if MEASURED_WITH not in version:
+        pytest.skip(f"the ledger is ptxas's of nvcc {MEASURED_WITH}; this is {version.strip().splitlines()[-1]}")
+    usage = resource_usage(tmp_path)
+    assert len(usage) > 100, "the probe should reach every kernel of the launch"
+    spills = {name: spill for name, (_, spill) in usage.items() if spill}
+    assert spills == KNOWN_SPILLS, "a kernel's register allocation changed: re-measure before shipping"
+    # The regression this guards against, by name: the one-step forms the launch uses do not spill.
+    one_step = {n: s for n, (_, s) in usage.items() if n.startswith("rmsnorm::rows_reg<") and n.endswith("int, false>")}
+    assert one_step and not any(one_step.values())
