@@ -11,18 +11,7 @@
 # adaln: KERNELS=adaln SEEDS=2 DTYPES="float16 float32" through run_all_h200.sh).
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
-bash scripts/gpu/variant_build.sh rmsnorm rmsnorm-wd2 -DRMSNORM_WIDE_DECODE2=1 &
-bash scripts/gpu/variant_build.sh adaln adaln-l4 -DADALN_F32_LANES4=1 &
-SMOKES='for name in rmsnorm-wd2 adaln-l4; do
-  while [ ! -f /tmp/$name.done ]; do sleep 2; done; echo "build $name $(cat /tmp/$name.done)"; tail -n 1 /tmp/$name.log
-  python3 -m pipeline smoke /tmp/build-$name --kernel /tmp/$name --seeds 2 --json \
-    > "$RES/$name-smoke.json" 2> "$RES/$name-smoke.log" &
-done; wait; for name in rmsnorm-wd2 adaln-l4; do echo "smoke $name"; python3 scripts/gpu/smoke_summary.py "$RES/$name-smoke.json"; done'
-LAST='for v in rmsnorm:rmsnorm-wd2:wd2:bfloat16:h200 adaln:adaln-l4:l4:float32:h200-float32; do
-  IFS=: read -r k name tag dt base <<< "$v"
-  python3 -m pipeline bench /tmp/build-$name --kernel kernels-src/$k --reps 100 --dtype $dt --out "$RES/$name-$base.json" \
-    > /dev/null 2> "$RES/$name-bench.log"; echo "bench $name rc=$?"
-  python3 scripts/gpu/compare_bench.py base="$RES/$k-$base.json" $tag="$RES/$name-$base.json"
-done'
+source scripts/gpu/variants.sh
+variants rmsnorm:rmsnorm-wd2:wd2:bfloat16:-DRMSNORM_WIDE_DECODE2=1 adaln:adaln-l4:l4:float32:-DADALN_F32_LANES4=1
 MAX_JOBS=8 DEADLINE=${DEADLINE:-480} KERNELS="rmsnorm adaln" SMOKE="" BENCH="rmsnorm" DTYPES="float32" \
-  DTYPE_BENCH="adaln" TESTS=0 EXTRA="$SMOKES" EXTRA_LAST="$LAST" bash scripts/gpu/run_all_h200.sh
+  DTYPE_BENCH="adaln" TESTS=0 EXTRA="$VARIANT_SMOKES" EXTRA_LAST="$VARIANT_BENCHES" bash scripts/gpu/run_all_h200.sh

@@ -40,3 +40,38 @@ def test_sweep_names_real_cases(name):
         for config in configs:
             fields = config.split(",")
             assert len(fields) == FIELDS[variable] and all(f.lstrip("-").isdigit() for f in fields), config
+
+
+def _variant_specs():
+    for script in sorted(GPU.glob("*.sh")):
+        for line in script.read_text().splitlines():
+            if line.startswith("variants "):
+                yield from ((script.name, spec) for spec in line.split()[1:])
+
+
+@pytest.mark.parametrize("script,spec", list(_variant_specs()), ids=lambda v: v)
+def test_variant_flags_name_a_knob_of_the_kernel(script, spec):
+    kernel, name, tag, dtype, flag = spec.split(":")
+    assert dtype in ("bfloat16", "float16", "float32") and name and tag
+    knob = flag.removeprefix("-D").split("=")[0]
+    sources = [p for p in (REPO / "kernels-src" / kernel).rglob("*") if p.suffix in (".cu", ".cuh", ".h")]
+    assert any(f"#ifndef {knob}\n" in p.read_text() for p in sources), f"{script}: {knob} is no knob of {kernel}"
+
+
+def test_variants_sets_the_steps_run_all_runs(tmp_path):
+    # variants.sh with a stub variant_build.sh: the smoke and bench steps it hands run_all_h200.sh parse,
+    # smoke every variant and compare each with the shipped build's record of its dtype.
+    (tmp_path / "scripts" / "gpu").mkdir(parents=True)
+    (tmp_path / "scripts" / "gpu" / "variants.sh").write_text((GPU / "variants.sh").read_text())
+    (tmp_path / "scripts" / "gpu" / "variant_build.sh").write_text('echo "built $*" >> built.txt\n')
+    script = ('source scripts/gpu/variants.sh; variants a:a-x:x:bfloat16:-DA_X=1 b:b-y:y:float32:-DB_Y=2; wait; '
+              'printf "%s" "$VARIANT_SMOKES" > smokes.sh; printf "%s" "$VARIANT_BENCHES" > benches.sh')
+    subprocess.run(["bash", "-c", script], cwd=tmp_path, check=True)
+    # the builds run in the background, in either order
+    assert sorted((tmp_path / "built.txt").read_text().splitlines()) == ["built a a-x -DA_X=1", "built b b-y -DB_Y=2"]
+    for step in ("smokes.sh", "benches.sh"):
+        assert subprocess.run(["bash", "-n", str(tmp_path / step)]).returncode == 0
+    smokes, benches = (tmp_path / "smokes.sh").read_text(), (tmp_path / "benches.sh").read_text()
+    assert "for name in a-x b-y;" in smokes and "--seeds 2" in smokes
+    assert 'base="$RES/a-h200.json" x="$RES/a-x-h200.json"' in benches
+    assert "--dtype float32" in benches and 'base="$RES/b-h200-float32.json" y="$RES/b-y-h200-float32.json"' in benches
