@@ -44,7 +44,7 @@ def test_sweep_names_real_cases(name):
 
 def _variant_specs():
     for script in sorted(GPU.glob("*.sh")):
-        for line in script.read_text().splitlines():
+        for line in script.read_text().replace("\\\n", " ").splitlines():  # continued lines joined
             if line.startswith("variants "):
                 yield from ((script.name, spec) for spec in line.split()[1:])
 

@@ -60,11 +60,11 @@ def _demangle(names: list[str]) -> list[str]:
     return [line.split("(")[0].removeprefix("void ").strip() for line in out.splitlines()]
 
 
-def resource_usage(tmp_path: Path) -> dict[str, tuple[int, int]]:
+def resource_usage(tmp_path: Path, *flags: str) -> dict[str, tuple[int, int]]:
     """Kernel name -> (registers, bytes of spill stores), as ptxas reports them for sm_90."""
     probe = tmp_path / "probe.cu"
     probe.write_text(PROBE.format(header=HEADER))
-    proc = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-std=c++17", "--resource-usage", str(probe),
+    proc = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-std=c++17", "--resource-usage", *flags, str(probe),
                            "-o", str(tmp_path / "probe.cubin")], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = proc.stdout + proc.stderr
@@ -79,14 +79,34 @@ def resource_usage(tmp_path: Path) -> dict[str, tuple[int, int]]:
     return usage
 
 
-def test_launch_reachable_kernels_spill_only_as_the_ledger_says(tmp_path):
+def _nvcc_as_measured():
     version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
     if MEASURED_WITH not in version:
         pytest.skip(f"the ledger is ptxas's of nvcc {MEASURED_WITH}; this is {version.strip().splitlines()[-1]}")
+
+
+def _one_step(usage: dict[str, tuple[int, int]]) -> dict[str, int]:
+    return {n: s for n, (_, s) in usage.items() if n.startswith("rmsnorm::rows_reg<") and n.endswith("int, false>")}
+
+
+def test_launch_reachable_kernels_spill_only_as_the_ledger_says(tmp_path):
+    _nvcc_as_measured()
     usage = resource_usage(tmp_path)
     assert len(usage) > 100, "the probe should reach every kernel of the launch"
     spills = {name: spill for name, (_, spill) in usage.items() if spill}
     assert spills == KNOWN_SPILLS, "a kernel's register allocation changed: re-measure before shipping"
-    # The regression this guards against, by name: the one-step forms the launch uses do not spill.
-    one_step = {n: s for n, (_, s) in usage.items() if n.startswith("rmsnorm::rows_reg<") and n.endswith("int, false>")}
-    assert one_step and not any(one_step.values())
+    # The regression this guards against, by name: the one-step forms the launch uses do not spill,
+    # and bf16's plain op keeps the loop form at 4 and 8 vectors (reg_one_step_fits).
+    one_step = _one_step(usage)
+    assert len(one_step) == 22 and not any(one_step.values())
+    assert "rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>" not in one_step
+
+
+def test_opaque_row_gives_bf16_every_one_step_form_without_spills(tmp_path):
+    # RMSNORM_OPAQUE_ROW's claim (the experiment prepared for the next device call): with it bf16 takes
+    # the one-step form at every vector count, none spills, and nothing else starts spilling.
+    _nvcc_as_measured()
+    usage = resource_usage(tmp_path, "-DRMSNORM_OPAQUE_ROW=1")
+    one_step = _one_step(usage)
+    assert len(one_step) == 24 and not any(one_step.values())
+    assert {name: spill for name, (_, spill) in usage.items() if spill} == KNOWN_SPILLS

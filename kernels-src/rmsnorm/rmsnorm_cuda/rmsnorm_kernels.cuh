@@ -105,6 +105,19 @@
 #ifndef RMSNORM_WIDE_DECODE2
 #define RMSNORM_WIDE_DECODE2 0
 #endif
+// bf16's rows_reg with the row's packed registers opaque after the row sum
+// (an empty asm with the 4 x VPT registers as in-out operands; an experiment):
+// bf16's unpack is a shift or a mask, so ptxas keeps the unpacked floats live
+// across the reduction instead of the packed pairs and spills at 4 and 8
+// vectors one step (28 and 40 bytes under the 64-register cap); with this, 64
+// and 56 registers and no spill (ptxas, sm_90, nvcc 13.0; 2 vectors 60 -> 52),
+// so reg_one_step_fits lets bf16 take the one-step form everywhere, as float16
+// does (float16 2048x7168 17.1 us one step against bf16's 18.4 in the loop
+// form). 0: off (shipped) until a build with 1 is smoked on the H200
+// (scripts/gpu/v6_explore_h200.sh). float16 and float32 are unchanged either way.
+#ifndef RMSNORM_OPAQUE_ROW
+#define RMSNORM_OPAQUE_ROW 0
+#endif
 // rows_reg's __launch_bounds__: 512 threads, and a minimum number
 // of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
 // 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
@@ -368,6 +381,16 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
     const float ss = group_sum(sq.total(), tx, ty, TX, red, parity);
     parity ^= 1;
     const float inv = rsqrtf(ss * inv_h + p.eps);
+#if RMSNORM_OPAQUE_ROW
+    // The row's packed registers made opaque at the barrier: ptxas can no longer
+    // keep bf16's unpacked floats (two registers per pair) alive across it, and
+    // unpacks again after it (RMSNORM_OPAQUE_ROW's comment above).
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+#pragma unroll
+      for (int i = 0; i < VPT; ++i)
+        asm volatile("" : "+r"(a[i].u.x), "+r"(a[i].u.y), "+r"(a[i].u.z), "+r"(a[i].u.w));
+    }
+#endif
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int c = i * TX + tx;
@@ -920,7 +943,7 @@ inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStrea
 // are uncapped (80 and 116 registers, no spill). False: launch the loop form.
 template <typename T, int VPT, bool FUSED>
 constexpr bool reg_one_step_fits() {
-  return FUSED || VPT <= 2 || !std::is_same<T, __nv_bfloat16>::value;
+  return RMSNORM_OPAQUE_ROW || FUSED || VPT <= 2 || !std::is_same<T, __nv_bfloat16>::value;
 }
 
 template <typename T, int VPT, bool FUSED>
