@@ -941,6 +941,7 @@ inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStrea
 // 2048x16384 38.2 -> 47.0, 1024x3072 8.4 -> 9.1), where fp16 and fp32 fit in
 // 56 registers and got faster (2048x7168 fp16 19.3 -> 17.1). The fused kernels
 // are uncapped (80 and 116 registers, no spill). False: launch the loop form.
+// RMSNORM_OPAQUE_ROW removes bf16's spill, and with it this exception.
 template <typename T, int VPT, bool FUSED>
 constexpr bool reg_one_step_fits() {
   return RMSNORM_OPAQUE_ROW || FUSED || VPT <= 2 || !std::is_same<T, __nv_bfloat16>::value;
