@@ -13,7 +13,8 @@
 # EXTRA_LAST (likewise, after everything else), TESTS=0 (skip rmsnorm's tests), SEEDS (smoke seeds),
 # TUNE (kernels also built as tuning builds, -D<KERNEL>_TUNE_ENV, in parallel
 # with the others, and swept by scripts/gpu/sweep.py after the benches; SWEEP
-# names the sweep set, default the kernel's, or sets per kernel as "rmsnorm=set,set adaln=set"),
+# names the sweep set, default the kernel's, or sets per kernel as "rmsnorm=set,set adaln=set";
+# TUNE_FLAGS adds compile flags to a tuning build, as "rmsnorm=-DRMSNORM_OPAQUE_ROW=1"),
 # DTYPES (e.g. "float16 float32": each kernel of DTYPE_BENCH, default KERNELS,
 # benched again per dtype after the bf16 benches: $RES/<k>-h200-<dtype>.*),
 # SAMPLES (the bf16 benches' `--samples`, default 1).
@@ -50,9 +51,14 @@ for k in $KERNELS; do
     > "$RES/$k-build.json" 2> "$RES/$k-build.log" &
   pids+=($!)
 done
+tune_flags() {  # kernel $1's extra flags for its tuning build: TUNE_FLAGS' "$1=-DA=1,-DB=2" entry
+  local e
+  for e in ${TUNE_FLAGS:-}; do case "$e" in "$1="*) echo "${e#*=}" | tr , ' '; return ;; esac; done
+}
 for k in $TUNE; do  # a copy of the project with the tuning override compiled in: /tmp/build-tune-$k
+  # shellcheck disable=SC2046  # the flags are words
   VARIANT_JOBS=$MAX_JOBS bash scripts/gpu/variant_build.sh "$k" "tune-$k" "-D$(echo "$k" | tr a-z A-Z)_TUNE_ENV" \
-    > "$RES/tune-$k-build.log" 2>&1 &
+    $(tune_flags "$k") > "$RES/tune-$k-build.log" 2>&1 &
   pids+=($!)
 done
 wait "${pids[@]}"   # these PIDs only: a bare `wait` would also wait for the tee above
