@@ -801,7 +801,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // By rule only up to 1024 vectors (16 per thread: 2048x16384 47.0 us
       // against 37.9 in registers), and past 512 vectors only from 4096 rows
       // (2048x7168: 21.3 against 20.1 in registers; 8192x7168 61.0 against 67.4).
-      // float32 never past 256 vectors (the rule was measured in bf16; in float32
+      // float32 only below 512 vectors (the rule was measured in bf16; in float32
       // rows_reg won every sweep case from 512 vectors: 4096x4096 37.0 -> 33.6 us,
       // 8192x3072 53.3 -> 49.4, 8192x2048 33.9 -> 33.3, fused 8192x4096
       // 146.1 -> 129.6; sweep rmsnorm-fp32, fifth session's call 2).
