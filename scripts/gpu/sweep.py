@@ -88,10 +88,12 @@ SWEEPS = {
     }),
     # bf16 with RMSNORM_OPAQUE_ROW (tuning build with TUNE_FLAGS, v6_explore_h200.sh): rows_reg in the
     # one-step form without its spill against rows_async, where the rule takes rows_async for rows of
-    # 640-1024 vectors from 4096 rows (the wide rows 6-11 % behind torch.compile)
+    # 640-1024 vectors from 4096 rows (the wide rows 6-11 % behind torch.compile); and rows_loop at
+    # 256-512 threads, the two-pass shape (the second pass from L2) of a looped Triton reduction
     "rmsnorm-opq": ("RMSNORM_CONFIG", {
-        f"rms_norm/{s}": ["0,2,0,0,0,0", "0,4,0,0,0,0", "3,8,0,0,0,0"]
-        for s in ("8192x7168", "2048x7168", "4096x8192", "8192x5120", "2048x16384", "8192x4096", "1024x3072")
+        f"rms_norm/{s}": ["0,2,0,0,0,0", "0,4,0,0,0,0", "3,8,0,0,0,0", "3,16,0,0,0,0", "1,0,256,0,0,0",
+                          "1,0,512,0,0,0"]
+        for s in ("8192x7168", "2048x7168", "4096x8192", "8192x5120", "2048x16384", "1024x3072")
     }),
     "adaln-fp32": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
