@@ -51,10 +51,12 @@ for k in $KERNELS; do
     > "$RES/$k-build.json" 2> "$RES/$k-build.log" &
   pids+=($!)
 done
-tune_flags() {  # kernel $1's extra flags for its tuning build: TUNE_FLAGS' "$1=-DA=1,-DB=2" entry
+entry_of() {  # entry_of LIST KERNEL: the words of LIST's "KERNEL=a,b" entry (SWEEP, TUNE_FLAGS); 1 if none
   local e
-  for e in ${TUNE_FLAGS:-}; do case "$e" in "$1="*) echo "${e#*=}" | tr , ' '; return ;; esac; done
+  for e in $1; do case "$e" in "$2="*) echo "${e#*=}" | tr , ' '; return 0 ;; esac; done
+  return 1
 }
+tune_flags() { entry_of "${TUNE_FLAGS:-}" "$1"; }  # kernel $1's extra flags for its tuning build
 for k in $TUNE; do  # a copy of the project with the tuning override compiled in: /tmp/build-tune-$k
   # shellcheck disable=SC2046  # the flags are words
   VARIANT_JOBS=$MAX_JOBS bash scripts/gpu/variant_build.sh "$k" "tune-$k" "-D$(echo "$k" | tr a-z A-Z)_TUNE_ENV" \
@@ -111,7 +113,8 @@ for dt in ${DTYPES:-}; do
 done
 sweep_sets() {  # kernel $1's sweep sets: SWEEP's "$1=set[,set]" entry, a bare SWEEP, or the kernel's own
   local e
-  for e in ${SWEEP:-}; do case "$e" in "$1="*) echo "${e#*=}" | tr , ' '; return ;; *=*) ;; *) echo "$e"; return ;; esac; done
+  entry_of "${SWEEP:-}" "$1" && return
+  for e in ${SWEEP:-}; do case "$e" in *=*) ;; *) echo "$e"; return ;; esac; done
   echo "$1"
 }
 for k in $TUNE; do

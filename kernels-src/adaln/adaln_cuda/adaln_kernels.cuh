@@ -258,7 +258,7 @@ inline int group_lanes(int packs) {
 // sweep adaln-fp32 of 2026-12-01's fifth session, call 2, H200: RMS 1x6144x2048
 // 27.02 -> 25.66 us, 2x16384x2048 130.75 -> 129.04 at 128 lanes; 1x384x2048
 // 7.26 -> 7.33 flushed, graph 3.52 -> 3.41). 0: off (shipped) until a build
-// with 1 is smoked on the H200 (scripts/gpu/adaln_f32_h200.sh).
+// with 1 is smoked on the H200 (scripts/gpu/v6_explore_h200.sh).
 #ifndef ADALN_F32_LANES4
 #define ADALN_F32_LANES4 0
 #endif

@@ -772,11 +772,10 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // and half the vectors each finish a row sooner (H200, bf16: 128x4096
       // 5.25 -> 5.06 us, 512x4096 6.37 -> 6.21; at 3072, 192 threads were
       // slower, so only rows of 256 or 512 vectors; NOTES.md, version 3).
-      if (force_vpt == 0 && vpt == 4 && rows <= 512 && (nvec == 256 || nvec == 512)) vpt = 2;
       // RMSNORM_WIDE_DECODE2: decode batches of 16-bit rows of 7168-8192 at two vectors too.
-      if (RMSNORM_WIDE_DECODE2 && force_vpt == 0 && vpt == 4 && elem_size == 2 && rows <= 64 && nvec > 512 &&
-          nvec <= 1024)
-        vpt = 2;
+      const bool few_rows = (rows <= 512 && (nvec == 256 || nvec == 512)) ||
+                            (RMSNORM_WIDE_DECODE2 && elem_size == 2 && rows <= 64 && nvec > 512 && nvec <= 1024);
+      if (force_vpt == 0 && vpt == 4 && few_rows) vpt = 2;
       int tx = force_tx ? force_tx : round_up_32((nvec + vpt - 1) / vpt);
       if (tx < 32) tx = 32;
       if ((int64_t)tx * vpt < nvec) tx = round_up_32((nvec + vpt - 1) / vpt);  // a forced tx too small
