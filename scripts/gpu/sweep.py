@@ -112,11 +112,20 @@ SWEEPS = {
         **{f"geglu/{s}": ["1,128,0", "1,64,0", "2,128,0", "2,256,0", "0,0,1"]
            for s in ("tanh/gate-first/1x28672", "tanh/gate-first/64x28672")},
     }),
+    # The 16-bit rule that RMSNORM_OPAQUE_ROW allows (reg_wide16, shipped with v6_record_h200.sh): at the
+    # shapes whose launch it moved, the new choice ("rule") against the old one and the neighbours, in
+    # bf16 and in float16 (the sweeps behind it were bf16's only).
+    **{name: ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["3,8,0,0,0,0", "0,4,0,0,0,0", "0,8,0,0,0,0", "1,0,256,0,0,0"]
+           for s in ("8192x5120", "8192x7168", "4096x8192", "2048x7168")},
+        "rms_norm/2048x16384": ["0,4,0,0,0,0", "0,8,0,0,0,0", "7,0,0,0,0,2"],
+        **{f"rms_norm/{s}": ["0,2,0,0,0,0", "0,4,0,0,0,0"] for s in ("64x7168", "1x8192", "64x8192")},
+    }) for name in ("rmsnorm-w16", "rmsnorm-w16h")},
 }
 
 
 # Sweep sets timed in another dtype than the cases' default (bfloat16).
-SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32"}
+SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16h": "float16"}
 
 
 def project_of(sweep_set: str) -> str:

@@ -2,8 +2,8 @@
 
 The fifth session's H200 record caught a 25 % regression that no test here could have: the
 one-step rows_reg<bf16, 4> (RMSNORM_DECODE_I32) spilled 28 bytes under the 64-register cap of
-RMSNORM_REG_BOUNDS, while float16's twin fitted in 56 registers. `reg_one_step_fits` now keeps
-bf16's loop form there. This compiles every kernel `rmsnorm::launch<T, FUSED>` reaches (three
+RMSNORM_REG_BOUNDS, while float16's twin fitted in 56 registers. `reg_one_step_fits` kept bf16's
+loop form there until RMSNORM_OPAQUE_ROW (shipped 2026-12-02) removed the spill. This compiles every kernel `rmsnorm::launch<T, FUSED>` reaches (three
 dtypes, plain and fused) for sm_90 with `--resource-usage` and compares the spills with the
 ledger below, so a kernel edit that starts spilling fails on a CPU-only machine, before any
 device time is spent on it. The figures are ptxas's for nvcc 13.0; other versions allocate
@@ -95,18 +95,19 @@ def test_launch_reachable_kernels_spill_only_as_the_ledger_says(tmp_path):
     assert len(usage) > 100, "the probe should reach every kernel of the launch"
     spills = {name: spill for name, (_, spill) in usage.items() if spill}
     assert spills == KNOWN_SPILLS, "a kernel's register allocation changed: re-measure before shipping"
-    # The regression this guards against, by name: the one-step forms the launch uses do not spill,
-    # and bf16's plain op keeps the loop form at 4 and 8 vectors (reg_one_step_fits).
+    # The regression this guards against, by name: every one-step form the launch uses (bf16's at 4
+    # and 8 vectors too, since RMSNORM_OPAQUE_ROW) fits the register cap without a spill.
+    one_step = _one_step(usage)
+    assert len(one_step) == 24 and not any(one_step.values())
+    assert "rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>" in one_step
+
+
+def test_without_the_opaque_row_bf16_keeps_the_loop_form_where_one_step_spills(tmp_path):
+    # reg_one_step_fits' fallback: with RMSNORM_OPAQUE_ROW=0 bf16's one-step form at 4 and 8 vectors
+    # would spill (28 and 40 bytes), so the launch does not reach it, and nothing else starts spilling.
+    _nvcc_as_measured()
+    usage = resource_usage(tmp_path, "-DRMSNORM_OPAQUE_ROW=0")
     one_step = _one_step(usage)
     assert len(one_step) == 22 and not any(one_step.values())
     assert "rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>" not in one_step
-
-
-def test_opaque_row_gives_bf16_every_one_step_form_without_spills(tmp_path):
-    # RMSNORM_OPAQUE_ROW's claim (the experiment prepared for the next device call): with it bf16 takes
-    # the one-step form at every vector count, none spills, and nothing else starts spilling.
-    _nvcc_as_measured()
-    usage = resource_usage(tmp_path, "-DRMSNORM_OPAQUE_ROW=1")
-    one_step = _one_step(usage)
-    assert len(one_step) == 24 and not any(one_step.values())
     assert {name: spill for name, (_, spill) in usage.items() if spill} == KNOWN_SPILLS

@@ -257,10 +257,13 @@ inline int group_lanes(int packs) {
 // float32 rows past 256 packs at 4 packs per lane instead of 8 (an experiment,
 // sweep adaln-fp32 of 2026-12-01's fifth session, call 2, H200: RMS 1x6144x2048
 // 27.02 -> 25.66 us, 2x16384x2048 130.75 -> 129.04 at 128 lanes; 1x384x2048
-// 7.26 -> 7.33 flushed, graph 3.52 -> 3.41). 0: off (shipped) until a build
-// with 1 is smoked on the H200 (scripts/gpu/v6_explore_h200.sh).
+// 7.26 -> 7.33 flushed, graph 3.52 -> 3.41). 1 (shipped) since 2026-12-02's
+// call 1 (scripts/gpu/v6_explore_h200.sh): smoke 402/402 with 2 seeds; benched
+// beside the 8-pack build, float32: 1x6144x2048 26.80 -> 25.76, layer 8x4096x1152
+// 83.42 -> 81.33, rms 1x384x2048 graph 3.55 -> 3.22; layer 8x256x1152 10.03 ->
+// 10.27 (still ahead of torch.compile's 12.32). 0: 8 packs per lane.
 #ifndef ADALN_F32_LANES4
-#define ADALN_F32_LANES4 0
+#define ADALN_F32_LANES4 1
 #endif
 
 // force_*: a tuning build's overrides (0: the rule's choice).

@@ -100,10 +100,12 @@
 // 7168, 8192) at two vectors per thread, 448-512 threads, instead of four (an
 // experiment: sweep rmsnorm-wide2, fifth session's call 2, H200 bf16, graph
 // replay 1x8192 2.40 -> 2.18 us, 64x8192 2.71 -> 2.45, 64x7168 2.44 -> 2.38,
-// against a rule figure taken with the spilling one-step form). 0: off (shipped)
-// until a build with 1 is smoked on the H200 (scripts/gpu/v6_explore_h200.sh).
+// against a rule figure taken with the spilling one-step form). 1 (shipped) since
+// 2026-12-02's call 1 (scripts/gpu/v6_explore_h200.sh): smoke 586/586 with 2
+// seeds; beside the shipped build, graph replay 64x7168 2.75 -> 2.41 us, 1x8192
+// 2.50 -> 2.18, 64x8192 2.78 -> 2.47 (torch.compile 2.56, 2.03, 2.28). 0: four vectors.
 #ifndef RMSNORM_WIDE_DECODE2
-#define RMSNORM_WIDE_DECODE2 0
+#define RMSNORM_WIDE_DECODE2 1
 #endif
 // bf16's rows_reg with the row's packed registers opaque after the row sum
 // (an empty asm with the 4 x VPT registers as in-out operands; an experiment):
@@ -113,10 +115,14 @@
 // and 56 registers and no spill (ptxas, sm_90, nvcc 13.0; 2 vectors 60 -> 52),
 // so reg_one_step_fits lets bf16 take the one-step form everywhere, as float16
 // does (float16 2048x7168 17.1 us one step against bf16's 18.4 in the loop
-// form). 0: off (shipped) until a build with 1 is smoked on the H200
-// (scripts/gpu/v6_explore_h200.sh). float16 and float32 are unchanged either way.
+// form). 1 (shipped) since 2026-12-02's call 1 (scripts/gpu/v6_explore_h200.sh):
+// smoke 586/586 with 2 seeds; beside the shipped build the prediction failed at
+// 2048x7168 (18.66 -> 18.93 us) but held at 2048x16384 (38.54 -> 37.26), decode
+// graph replay 64x16384 3.49 -> 3.13; and with it choose_config keeps 16-bit
+// rows past 512 vectors in registers (reg_wide16; sweep rmsnorm-opq). float16 and
+// float32 kernels are unchanged either way. 0: the packed row is not opaque.
 #ifndef RMSNORM_OPAQUE_ROW
-#define RMSNORM_OPAQUE_ROW 0
+#define RMSNORM_OPAQUE_ROW 1
 #endif
 // rows_reg's __launch_bounds__: 512 threads, and a minimum number
 // of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
@@ -766,8 +772,14 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // few idle lanes as possible: 3072 bf16 = 384 vectors = 96 threads of
       // 4), ~128 threads per block. These are the defaults the recorded H200
       // run measured; benchmarks/NOTES.md lists what the sweep suggests next.
+      // With RMSNORM_OPAQUE_ROW every 16-bit rows_reg runs one step without a spill.
+      const bool reg_wide16 = RMSNORM_OPAQUE_ROW && elem_size == 2 && !fused;
       int vpt = force_vpt;
       if (vpt == 0) vpt = nvec <= 32 ? 1 : (nvec <= 64 ? 2 : (nvec <= 4096 ? 4 : 8));
+      // 16-bit rows of 1025-2048 vectors in batches from 2048 rows: 8 vectors x 256
+      // threads, once bf16's one-step form fits (RMSNORM_OPAQUE_ROW; sweep rmsnorm-opq,
+      // 2026-12-02 call 1, H200 bf16: 2048x16384 36.8 -> 34.9 us).
+      if (force_vpt == 0 && reg_wide16 && nvec > 1024 && nvec <= 2048 && rows >= 2048) vpt = 8;
       // A batch of a few rows is one partial wave: twice the threads per row
       // and half the vectors each finish a row sooner (H200, bf16: 128x4096
       // 5.25 -> 5.06 us, 512x4096 6.37 -> 6.21; at 3072, 192 threads were
@@ -804,9 +816,12 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // rows_reg won every sweep case from 512 vectors: 4096x4096 37.0 -> 33.6 us,
       // 8192x3072 53.3 -> 49.4, 8192x2048 33.9 -> 33.3, fused 8192x4096
       // 146.1 -> 129.6; sweep rmsnorm-fp32, fifth session's call 2).
+      // 16-bit rows past 512 vectors in registers at any batch once the one-step form
+      // fits (RMSNORM_OPAQUE_ROW; sweep rmsnorm-opq, 2026-12-02 call 1, H200 bf16:
+      // 8192x5120 45.0 -> 42.4 us, 8192x7168 61.0 -> 59.3, 4096x8192 36.5 -> 34.7).
       else if (force_kind < 0)
         use_async = async_fits && nvec <= 8 * 128 && async_by_rule(rows, nvec, fused) &&
-                    (nvec <= 512 || rows >= 4096) && (elem_size != 4 || nvec < 512);
+                    (nvec <= 512 || (rows >= 4096 && !reg_wide16)) && (elem_size != 4 || nvec < 512);
       if (use_async) {
         c.kind = 3;
         c.vpt = avpt;
