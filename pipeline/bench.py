@@ -64,7 +64,8 @@ from typing import TYPE_CHECKING
 # The tables and the plot live in pipeline.bench_report; importable from here too.
 from pipeline.bench_report import load_results, markdown_table, plot, target_misses  # noqa: F401
 # The timer lives in pipeline.bench_timing; importable from here too.
-from pipeline.bench_timing import COPY_BYTES, GRAPH_CALLS, Timer, Timing, combine_samples, copy_bandwidth  # noqa: F401
+from pipeline.bench_timing import (COPY_BYTES, GRAPH_CALLS, Timer, Timing, combine_samples,  # noqa: F401
+                                   copy_bandwidth, copy_timing)
 from pipeline.casefile import call_cases, import_case_function
 from pipeline.errors import BenchError, SmokeError
 from pipeline.events import Event, Reporter, quiet
@@ -77,6 +78,10 @@ if TYPE_CHECKING:  # pragma: no cover
 CASES_FILE = Path("benchmarks") / "bench_cases.py"
 DTYPES = ("bfloat16", "float16", "float32")  # what `--dtype` may ask a case file for
 GRAPH_MAX_BYTES = 8 << 20  # cases up to this size are also timed under graph replay
+# Cases from this size also time a copy of their own bytes: the 1 GiB copy that sets the
+# ceiling runs at a bandwidth that smaller transfers (launch, ramp, tail) do not reach, so
+# this second reference says how much of a shortfall is the size's and how much the kernel's.
+SAME_SIZE_MIN_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ class CaseBench:
     baselines: tuple[str, ...]
     graph_timings: dict = field(default_factory=dict)  # impl -> Timing per call under graph replay
     graph_errors: dict = field(default_factory=dict)  # impl -> why it could not be captured
+    same_size_copy: Timing | None = None  # a device copy moving the case's bytes (SAME_SIZE_MIN_BYTES)
 
     def speedup(self, baseline: str) -> float:
         return self.timings[baseline].median_us / self.timings["kernel"].median_us
@@ -133,6 +139,10 @@ class BenchReport:
             })
             if spread := _spreads(c.timings):
                 rows[-1]["spread_us"] = spread
+            if c.same_size_copy is not None:
+                copy_us = c.same_size_copy.median_us
+                rows[-1]["same_size_copy_us"] = round(copy_us, 3)
+                rows[-1]["same_size_copy_fraction"] = {k: _sig(copy_us / t.median_us) for k, t in c.timings.items()}
             if c.graph_timings or c.graph_errors:
                 rows[-1]["graph_times_us"] = {k: round(t.median_us, 3) for k, t in c.graph_timings.items()}
                 if graph_spread := _spreads(c.graph_timings):
@@ -241,12 +251,13 @@ def _time_sample(timer: Timer, fns: dict, impls: list[str], graphed: bool) -> tu
 
 def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int = 10,
               report: Reporter = quiet, graph: bool | None = None,
-              samples: int = 1) -> tuple[float, list[CaseBench]]:
+              samples: int = 1, same_size_min_bytes: int = SAME_SIZE_MIN_BYTES) -> tuple[float, list[CaseBench]]:
     """Time every case; `graph` forces graph-replay timing on (True) or off (False) for
     every case, None leaves it to each case (`wants_graph`). `samples` > 1 times each case
     that many times, each from a fresh setup (new tensors at new addresses, a new
     torch.compile baseline), so that a figure's spread between samples shows what
-    placement and run-to-run noise alone move it by; the figure is their median."""
+    placement and run-to-run noise alone move it by; the figure is their median. Cases of
+    `same_size_min_bytes` or more also time a copy of their own bytes, once per sample."""
     import torch
 
     if reps < 1:
@@ -262,6 +273,7 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
         impls = ["kernel", *case["baselines"]]
         graphed = graph if graph is not None else wants_graph(case, device)
         taken: list[tuple[dict, dict, dict]] = []
+        copies: list[Timing] = []
         fns = previous = None
         try:
             for sample in range(samples):
@@ -274,6 +286,8 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
                     diffs = {b: round(_rel(_first(fns[b]()), ref), 6) for b in case["baselines"]}
                     ref = None
                 taken.append(_time_sample(timer, fns, impls, graphed))
+                if case["bytes"] >= same_size_min_bytes:
+                    copies.append(copy_timing(timer, device, int(case["bytes"])))
                 previous, fns = fns, None
         except Exception as exc:
             raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="bench-case-failed") from None
@@ -288,7 +302,8 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
         results.append(CaseBench(name=case["name"], op=case["op"], group=case["group"], shape=case["shape"],
                                  dtype=case["dtype"], bytes=int(case["bytes"]), timings=timings, max_rel_diff=diffs,
                                  baselines=tuple(case["baselines"]), graph_timings=graph_timings,
-                                 graph_errors=graph_errors))
+                                 graph_errors=graph_errors,
+                                 same_size_copy=combine_samples(copies) if copies else None))
     # Measured again at the end: the report uses the larger, so no drift makes
     # the kernel look closer to the ceiling than it is.
     copy_gbs = max(copy_gbs, copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20))
@@ -388,6 +403,9 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
         "samples": samples,
         "l2_flush": "read (sum) a buffer of max(8 x L2, 512 MiB) before every repetition, leaving the L2 clean" if device.type == "cuda" else None,
         "copy": "device-to-device copy of 1 GiB, bytes read + written, max of start and end of run",
+        "same_size_copy": (f"cases of {SAME_SIZE_MIN_BYTES >> 20} MiB or more: a device copy moving the case's "
+                           "bytes (half read, half written), timed like the case; same_size_copy_fraction is "
+                           "its time over each implementation's"),
     }
     if samples > 1:
         method["sampling"] = (f"{samples} samples per case, each from a fresh setup (new tensors, a new "

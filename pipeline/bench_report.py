@@ -36,7 +36,9 @@ def _time_cell(times: dict, spread: dict, impl: str) -> str:
 
 def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, spread_key: str,
               with_copy: bool) -> list[str]:
+    same_size = with_copy and any("same_size_copy_fraction" in r for r in rows)
     head = ["set", "shape", "kernel (µs)"] + (["of copy BW"] if with_copy else []) + \
+           (["of same-size copy"] if same_size else []) + \
            [f"{b} (µs)" for b in baselines] + [f"× vs {b}" for b in baselines]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
     for row in rows:
@@ -44,6 +46,9 @@ def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, sprea
         cells = [row["group"], row["shape"], _time_cell(t, spread, "kernel")]
         if with_copy:
             cells.append(f"{row['copy_fraction']['kernel']:.2f}")
+        if same_size:
+            fraction = row.get("same_size_copy_fraction", {}).get("kernel")
+            cells.append(f"{fraction:.2f}" if fraction is not None else "–")
         cells += [_time_cell(t, spread, b) for b in baselines]
         cells += [f"{sp[b]:.2f}" if b in sp else "–" for b in baselines]
         lines.append("| " + " | ".join(cells) + " |")
@@ -85,8 +90,10 @@ def target_misses(results_json, *, min_bytes: int = 64 << 20, min_fraction: floa
                 misses.append(f"{row['name']} (graph replay): {b} {g[b]:.2f} µs, kernel {g['kernel']:.2f} µs"
                               + _overlap(row.get("graph_spread_us", {}), b))
         if primary and row["bytes"] >= min_bytes and row["copy_fraction"]["kernel"] < min_fraction:
+            same_size = row.get("same_size_copy_fraction", {}).get("kernel")
             misses.append(f"{row['name']}: {row['copy_fraction']['kernel']:.3f} of copy bandwidth "
-                          f"(target {min_fraction:.2f} from {min_bytes >> 20} MiB)")
+                          f"(target {min_fraction:.2f} from {min_bytes >> 20} MiB)"
+                          + (f"; {same_size:.3f} of a copy of the same bytes" if same_size is not None else ""))
     return misses
 
 
@@ -94,13 +101,15 @@ def markdown_table(results_json) -> str:
     """A Markdown section for the kernel card: one table per op (and one under graph replay)."""
     data = load_results(results_json)
     samples = data["method"].get("samples", 1)
+    same_size_note = (" (a 1 GiB copy); \"of same-size copy\": against a copy of the case's own bytes"
+                      if any("same_size_copy_fraction" in r for r in data["results"]) else "")
     lines = [
         f"Measured on {data['device']} (torch {data['torch']}, variant `{data['variant']}`), "
         f"{data['results'][0]['dtype'] if data['results'] else ''}; median of {data['method']['reps']} "
         f"repetitions timed with {data['method']['timer']}"
         f"{f' (the median of {samples} samples, each from a fresh setup)' if samples > 1 else ''}"
         f"{', L2 flushed between repetitions' if data['method'].get('l2_flush') else ''}. "
-        f"Device copy bandwidth in the same run: {data['copy_bandwidth_gbs']:.0f} GB/s.",
+        f"Device copy bandwidth in the same run: {data['copy_bandwidth_gbs']:.0f} GB/s{same_size_note}.",
         "",
     ]
     ops: dict[str, list[dict]] = {}

@@ -63,6 +63,36 @@ def test_report_figures_are_consistent():
     assert data["copy_bandwidth_gbs"] > 0
 
 
+def test_cases_from_64_mib_are_also_measured_against_a_copy_of_their_own_bytes(tmp_path):
+    module = types.SimpleNamespace(double=lambda x: x * 2)
+    copy_gbs, results = bench.run_cases(module, _fake_cases(), torch.device("cpu"), reps=3, warmup=1,
+                                        same_size_min_bytes=0)
+    report = bench.BenchReport(kernel="toy", kernel_id="_toy_cpu_1", variant="torch-cpu", device="cpu", torch="x",
+                               copy_gbs=copy_gbs, method={"timer": "host perf_counter", "reps": 3, "warmup": 1},
+                               cases=tuple(results))
+    row = report.to_json()["results"][0]
+    assert row["same_size_copy_us"] > 0
+    for impl in ("kernel", "slow", "off"):
+        assert row["same_size_copy_fraction"][impl] == pytest.approx(row["same_size_copy_us"] / row["times_us"][impl],
+                                                                     rel=1e-2)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report.to_json()))
+    table = bench.markdown_table(path)
+    assert "| of same-size copy |" in table and f"| {row['same_size_copy_fraction']['kernel']:.2f} |" in table
+    # Below the threshold (the default's 64 MiB here) no copy is timed and the table has no such column.
+    assert "same_size_copy_us" not in _report().to_json()["results"][0]
+
+
+def test_a_bandwidth_miss_names_the_same_size_copy_fraction_too():
+    row = {"name": "op/big", "op": "op", "group": "g", "shape": "big", "dtype": "bfloat16", "bytes": 128 << 20,
+           "baselines": ["b"], "times_us": {"kernel": 1.0, "b": 2.0}, "copy_fraction": {"kernel": 0.8, "b": 0.4},
+           "same_size_copy_fraction": {"kernel": 0.93, "b": 0.47}}
+    data = {"kernel": "k", "device": "d", "torch": "t", "variant": "v", "method": {"reps": 1, "timer": "x"},
+            "copy_bandwidth_gbs": 4000.0, "results": [row]}
+    assert bench.target_misses(data) == [
+        "op/big: 0.800 of copy bandwidth (target 0.90 from 64 MiB); 0.930 of a copy of the same bytes"]
+
+
 def test_markdown_table_from_json(tmp_path):
     data = _report().to_json()
     path = tmp_path / "r.json"
