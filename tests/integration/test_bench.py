@@ -378,46 +378,46 @@ def test_committed_h200_results_have_their_command(kernel):
 # "Version 2"): a re-recorded run that misses anything else fails, and one that
 # stops missing a listed shape leaves a stale entry that the second test reports.
 KNOWN_MISSES = {
-    # H200 records of 2026-12-01's fifth session (rmsnorm: call 4, rope and geglu: call 3); reasons in
-    # each kernel's NOTES.md.
+    # H200 bf16 records of 2026-12-02, call 3 (scripts/gpu/v6_copyref_h200.sh: every kernel, with the
+    # same-size copy); reasons in each kernel's NOTES.md.
     "rmsnorm": {
-        # decode and small batches: 0.01-0.17 us behind torch.compile's Triton kernel under graph
-        # replay with the one-step form (1 row and fused 1-64 rows are ahead now); flushed, level
-        # within the spread between calls of torch.compile's own figure (NOTES.md, version 5)
-        **{f"rms_norm/{s}": {"compile", "graph"} for s in ("8x4096", "32x4096", "64x4096", "128x4096")},
-        "fused_add_rms_norm/128x4096": {"graph"},
+        # decode and small batches: 0.03-0.2 us behind torch.compile's Triton kernel (flushed and under
+        # graph replay); which of 8-128 rows miss moves from record to record (8x4096 and 32x4096 met
+        # here, missed in the fifth session's): the margins are inside the spread between calls of
+        # torch.compile's own figure (NOTES.md, version 5 and "Version 6")
+        **{f"rms_norm/{s}": {"compile", "graph"} for s in ("64x4096", "128x4096")},
+        "fused_add_rms_norm/32x4096": {"compile", "graph"}, "fused_add_rms_norm/128x4096": {"graph"},
         "rms_norm/512x4096": {"compile"}, "rms_norm/1024x2048": {"compile"},
         "fused_add_rms_norm/512x4096": {"compile"}, "fused_add_rms_norm/1024x4096": {"compile"},
-        "fused_add_rms_norm/2048x4096": {"bandwidth"}, "fused_add_rms_norm/4096x4096": {"compile", "bandwidth"},
-        # per-head norms: rows_small 1-4 % behind torch.compile
+        "fused_add_rms_norm/2048x4096": {"compile", "bandwidth"},
+        "fused_add_rms_norm/4096x4096": {"compile", "bandwidth"},
+        # per-head norms: rows_small 0.2-4 % behind torch.compile
         **{f"rms_norm/{s}": {"compile"} for s in ("65536x128", "70000x128", "262144x128", "65536x64")},
         "rms_norm/262144x64": {"bandwidth"},
-        # wide rows: one row per block, 6-11 % behind torch.compile
-        "rms_norm/2048x7168": {"compile"}, "rms_norm/8192x7168": {"compile"},
-        "rms_norm/4096x8192": {"compile", "bandwidth"}, "rms_norm/2048x16384": {"compile", "bandwidth"},
-        **{f"rms_norm/{s}": {"graph"} for s in ("64x7168", "1x8192", "64x8192")},
-        # ahead of every baseline, under 0.90 of copy (launch and tail costs at 64-134 MB)
-        **{f"rms_norm/{s}": {"bandwidth"} for s in ("4096x4096", "8192x5120", "8192x2048", "8192x3072")},
+        # wide rows: one row per block, 0.4-8 % behind torch.compile (3-7 % less than before reg_wide16)
+        **{f"rms_norm/{s}": {"compile"} for s in ("2048x7168", "8192x7168", "4096x8192", "2048x16384")},
+        "rms_norm/64x7168": {"graph"},
+        # ahead of every baseline, under 0.90 of the 1 GiB copy; 0.94-1.16 of a copy of the same bytes
+        **{f"rms_norm/{s}": {"bandwidth"} for s in ("4096x4096", "8192x2048", "8192x3072")},
     },
     "adaln": {
-        # 52 MB: under 0.90 of copy, 2.9x ahead of torch.compile (launch and tail costs, as rms_norm's 64 MB shapes)
+        # 52 MB: under 0.90 of copy (0.898 of a copy of the same bytes), 2.9x ahead of torch.compile
         "adaln/layer/8x4096x1152": {"bandwidth"},
-        # small batches: 0.1-0.2 us behind torch.compile flushed (and 1x384x2048 0.1 us under graph replay;
-        # 2x256x1152 is ahead there) (NOTES.md, version 3)
-        "adaln/rms/1x384x2048": {"compile", "graph"}, "adaln/layer/2x256x1152": {"compile"},
+        # small batches: 0.1-0.2 us behind torch.compile (1x384x2048 under graph replay, 2x256x1152
+        # flushed) (NOTES.md, version 3)
+        "adaln/rms/1x384x2048": {"graph"}, "adaln/layer/2x256x1152": {"compile"},
     },
     "rope": {
-        # Qwen3 text: 0.2-1.4 % behind torch.compile's Triton kernel, which reads x twice from L1 at
+        # Qwen3 text: 0.1-1.4 % behind torch.compile's Triton kernel, which reads x twice from L1 at
         # a third fewer instructions per pack; both stream the tables from L2 (NOTES.md, version 3)
         **{f"rope/qwen3/1x32x{s}x128": {"compile", "bandwidth"} for s in (4096, 16384)},
-        # decode: 0.1-0.4 us behind flushed, 0.03-0.18 us under graph replay (ROPE_SLAB_STATIC shipped:
-        # 1x32 1.52 -> 1.30 us)
-        **{f"rope/qwen3/decode/{s}x32x1x128": {"compile", "graph"} for s in (1, 8, 64)},
+        # decode: 0.1 us behind flushed at 1-8 rows, 0.01-0.2 us under graph replay
+        **{f"rope/qwen3/decode/{s}x32x1x128": {"compile", "graph"} for s in (1, 8)},
+        "rope/qwen3/decode/64x32x1x128": {"graph"},
     },
     "geglu": {
-        # decode batches, flushed: 0.12-0.18 us behind (under graph replay level or ahead with
-        # GEGLU_DECODE_I32 shipped)
-        "geglu/tanh/gate-first/1x28672": {"compile"}, "geglu/tanh/gate-first/32x28672": {"compile"},
+        # the decode batch of one row, flushed: 0.1 us behind (under graph replay ahead)
+        "geglu/tanh/gate-first/1x28672": {"compile"},
     },
 }
 
@@ -463,33 +463,33 @@ def _both(op: str, shapes: tuple[str, ...]) -> set[str]:
     return _flushed(op, shapes) | _graph(op, shapes)
 
 
-# Records in float16 and float32 of 2026-12-01 (rmsnorm float16: the fifth session's call 1, float32: its
-# call 4; rope and geglu: call 3; adaln: the fourth session's call 2); reasons in each kernel's NOTES.md.
+# Records in float16 and float32 (rmsnorm and adaln: 2026-12-02's call 2, v6_record_h200.sh; rope and geglu:
+# 2026-12-01's fifth session, call 3); reasons in each kernel's NOTES.md.
 KNOWN_BEHIND: dict[tuple[str, str], set[str]] = {
     ("rmsnorm", "float16"): (
-        # decode and small batches, as in bf16: 0.02-0.19 us under graph replay, 0.1 us flushed
-        _flushed("rms_norm", ("8x4096", "128x4096"))
-        | _graph("rms_norm", ("32x4096", "64x4096", "128x4096", "1x8192"))
-        | _both("fused_add_rms_norm", ("32x4096",)) | _graph("fused_add_rms_norm", ("1x4096", "128x4096"))
+        # decode and small batches, as in bf16: 0.01-0.2 us flushed and under graph replay
+        _both("rms_norm", ("32x4096", "64x4096")) | _graph("rms_norm", ("128x4096", "1x8192"))
+        | _both("fused_add_rms_norm", ("8x4096", "32x4096")) | _graph("fused_add_rms_norm", ("128x4096",))
         # 512-4096 rows: launch and tail costs, as in bf16
         | _flushed("rms_norm", ("512x4096", "1024x2048"))
         | _flushed("fused_add_rms_norm", ("512x4096", "1024x4096", "2048x4096", "4096x4096"))
-        # per-head rows (rows_small's instruction count) and wide rows (one row per block), as in bf16
+        # per-head rows (rows_small's instruction count) and wide rows (one row per block, 0.8-1.4 %), as in bf16
         | _flushed("rms_norm", ("262144x128", "262144x64"))
-        | _flushed("rms_norm", ("8192x5120", "8192x7168", "4096x8192", "2048x16384"))
+        | _flushed("rms_norm", ("8192x7168", "4096x8192"))
     ),
     ("rmsnorm", "float32"): (
-        # rows of 2048-4096 from 4096 rows: 0.05-3.4 % behind (torch.compile streams above the device
-        # copy here); the wide rows 0.05-3 %
+        # rows of 2048-4096 from 4096 rows: 0.8-3.7 % behind (torch.compile streams above the device
+        # copy here); the wide rows 0.1-2.4 %
         _flushed("rms_norm", ("4096x4096", "8192x4096", "16384x4096", "32768x4096", "8192x2048", "16384x2048",
                               "8192x3072", "16384x3072"))
-        | _flushed("rms_norm", ("8192x5120", "2048x7168", "8192x7168", "4096x8192"))
+        | _flushed("rms_norm", ("8192x5120", "2048x7168", "8192x7168", "4096x8192", "2048x16384"))
         # decode, small batches, 512-1024 rows and per-head rows, as in bf16
-        | _both("rms_norm", ("32x4096", "64x4096")) | _graph("rms_norm", ("8x4096", "128x4096"))
-        | _both("fused_add_rms_norm", ("8x4096",)) | _graph("fused_add_rms_norm", ("1x4096",))
-        | _flushed("fused_add_rms_norm", ("128x4096", "512x4096", "1024x4096"))
+        | _both("rms_norm", ("32x4096",)) | _graph("rms_norm", ("8x4096", "64x4096", "1x8192"))
+        | _flushed("rms_norm", ("128x4096",))
+        | _both("fused_add_rms_norm", ("32x4096",)) | _graph("fused_add_rms_norm", ("1x4096",))
+        | _flushed("fused_add_rms_norm", ("512x4096", "1024x4096"))
         | _flushed("rms_norm", ("1024x2048",))
-        | _flushed("rms_norm", ("65536x128", "70000x128", "262144x128", "65536x64", "262144x64"))
+        | _flushed("rms_norm", ("65536x128", "262144x128", "65536x64", "262144x64"))
     ),
     # decode shapes 0.03-0.2 us behind (graph replay and flushed), as in bf16 (NOTES.md, version 3)
     ("rope", "float16"): (
@@ -508,8 +508,9 @@ KNOWN_BEHIND: dict[tuple[str, str], set[str]] = {
     # small batches, as in bf16 (NOTES.md, version 3); float32 RMS rows of 2048 4-5 % behind (cause not measured)
     ("adaln", "float16"): _both("adaln/rms", ("1x384x2048",)) | _flushed("adaln/layer", ("2x256x1152",)),
     ("adaln", "float32"): (
-        _both("adaln/rms", ("1x384x2048",)) | _both("adaln/layer", ("2x256x1152",))
-        | _flushed("adaln/rms", ("1x6144x2048", "2x16384x2048"))
+        _both("adaln/rms", ("1x384x2048",)) | _flushed("adaln/layer", ("2x256x1152",))
+        # 4 % behind at 2x16384x2048 (1x6144x2048 ahead since ADALN_F32_LANES4)
+        | _flushed("adaln/rms", ("2x16384x2048",))
     ),
 }
 
