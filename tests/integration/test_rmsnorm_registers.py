@@ -111,3 +111,16 @@ def test_without_the_opaque_row_bf16_keeps_the_loop_form_where_one_step_spills(t
     assert len(one_step) == 22 and not any(one_step.values())
     assert "rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>" not in one_step
     assert {name: spill for name, (_, spill) in usage.items() if spill} == KNOWN_SPILLS
+
+
+def test_bf16_reg56_caps_the_one_step_form_at_56_registers_and_nothing_else_moves(tmp_path):
+    # RMSNORM_BF16_REG56's claim (an experiment prepared for the next device call): bf16's one-step
+    # rows_reg at 4 vectors in 56 registers (64 without it) with no spill, every other kernel as before.
+    _nvcc_as_measured()
+    usage = resource_usage(tmp_path, "-DRMSNORM_BF16_REG56=1")
+    assert usage["rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>"] == (56, 0)
+    assert {name: spill for name, (_, spill) in usage.items() if spill} == KNOWN_SPILLS
+    shipped = resource_usage(tmp_path)
+    assert shipped["rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>"][0] == 64
+    moved = {n for n in usage if usage[n] != shipped[n]}
+    assert moved == {"rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>"}

@@ -129,10 +129,25 @@
 // 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
 // H200; NOTES.md, version 4); the fused kernel's 101 registers uncapped (the
 // cap spills: fused 1x4096 6.1 -> 6.6 us).
+// RMSNORM_BF16_REG56 (an experiment, default off): bf16's one-step plain rows_reg at 4 vectors
+// per thread bounded as if for 576 threads, which caps it at 56 registers instead of 64
+// (ptxas, sm_90, nvcc 13.0: no spill; float16's twin uses 56 uncapped). At 224-thread blocks
+// (hidden 7168) that is 5 resident blocks per multiprocessor instead of 4; the prediction
+// (2026-12-02): bf16 reaches float16's figures at the launches of that form, 2048x7168
+// 18.9 -> ~17.1 us, 4096x8192 34.7 -> ~33.7, 8192x7168 58.9 -> ~57.3, 1024x2048 6.8 -> ~6.7.
+// Every other kernel keeps its bound (their SASS is unchanged).
+#ifndef RMSNORM_BF16_REG56
+#define RMSNORM_BF16_REG56 0
+#endif
 #ifdef RMSNORM_MIN_BLOCKS
 #define RMSNORM_REG_BOUNDS __launch_bounds__(512, RMSNORM_MIN_BLOCKS)
 #else
-#define RMSNORM_REG_BOUNDS __launch_bounds__(512, FUSED ? 1 : 2)
+#define RMSNORM_REG_BOUNDS                                                                              \
+  __launch_bounds__(RMSNORM_BF16_REG56 && !FUSED && !LOOP && VPT == 4 &&                                \
+                            std::is_same<T, __nv_bfloat16>::value                                       \
+                        ? 576                                                                           \
+                        : 512,                                                                          \
+                    FUSED ? 1 : 2)
 #endif
 
 namespace rmsnorm {
