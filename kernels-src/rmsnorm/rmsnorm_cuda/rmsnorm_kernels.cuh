@@ -137,7 +137,7 @@
 // 18.9 -> ~17.1 us, 4096x8192 34.7 -> ~33.7, 8192x7168 58.9 -> ~57.3, 1024x2048 6.8 -> ~6.7.
 // Every other kernel keeps its bound (their SASS is unchanged).
 #ifndef RMSNORM_BF16_REG56
-#define RMSNORM_BF16_REG56 0
+#define RMSNORM_BF16_REG56 1
 #endif
 #ifdef RMSNORM_MIN_BLOCKS
 #define RMSNORM_REG_BOUNDS __launch_bounds__(512, RMSNORM_MIN_BLOCKS)
@@ -186,6 +186,25 @@ __device__ __forceinline__ void unpack(const Vec16<T>& v, float (&f)[16 / sizeof
 #pragma unroll
   for (int j = 0; j < Vec16<T>::N; ++j) f[j] = Cvt<T>::f(e[j]);
 }
+// RMSNORM_BF16_BITCVT (an experiment, default off): bf16 unpacked from each 32-bit word with
+// one shift (low element) and one mask (high element), exact as the conversion is, where
+// __bfloat162float per element compiles to PRMT+IMAD/SHF pairs: bf16's one-step rows_reg<4>
+// has 576 instructions against float16's 520 (sm_90 SASS), the gap left after REG56 (2048x7168
+// 17.97 against float16's 17.14 us). Prediction (2026-12-02): 2048x7168 ~17.3, others <1 %.
+#ifndef RMSNORM_BF16_BITCVT
+#define RMSNORM_BF16_BITCVT 0
+#endif
+#if RMSNORM_BF16_BITCVT
+template <>
+__device__ __forceinline__ void unpack<__nv_bfloat16>(const Vec16<__nv_bfloat16>& v, float (&f)[8]) {
+  const uint32_t w[4] = {v.u.x, v.u.y, v.u.z, v.u.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    f[2 * j] = __uint_as_float(w[j] << 16);
+    f[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
+  }
+}
+#endif
 template <typename T>
 __device__ __forceinline__ Vec16<T> pack(const float (&f)[16 / sizeof(T)]) {
   Vec16<T> v;
