@@ -192,7 +192,7 @@ __device__ __forceinline__ void unpack(const Vec16<T>& v, float (&f)[16 / sizeof
 // has 576 instructions against float16's 520 (sm_90 SASS), the gap left after REG56 (2048x7168
 // 17.97 against float16's 17.14 us). Prediction (2026-12-02): 2048x7168 ~17.3, others <1 %.
 #ifndef RMSNORM_BF16_BITCVT
-#define RMSNORM_BF16_BITCVT 0
+#define RMSNORM_BF16_BITCVT 1
 #endif
 #if RMSNORM_BF16_BITCVT
 template <>
