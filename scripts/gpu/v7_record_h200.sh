@@ -3,7 +3,7 @@
 # 586/586 and 2048x7168 19.12 -> 17.97 us): rmsnorm with RMSNORM_BF16_REG56 on, smoked with 2 seeds
 # and recorded in bf16 (its float16 and float32 kernels are unchanged: same SASS); beside it, in the
 # same call, -DRMSNORM_BF16_BITCVT=1 (bf16 unpacked with a shift and a mask per word: bf16 kernels
-# 3-12 % fewer instructions, the one-step rows_reg<4> 512 against float16's 520; bit-identical
+# up to 17 % fewer instructions, the one-step rows_reg<4> 512 against float16's 520; bit-identical
 # results), smoked with 2 seeds at the same time as the shipped build and benched after it.
 # Prediction: 2048x7168 17.97 -> ~17.3 us, the rest within 1 %. ~420 s.
 # Device tool: carry [".whl"], command `bash scripts/gpu/v7_record_h200.sh`. To ship BITCVT: set

@@ -378,25 +378,27 @@ def test_committed_h200_results_have_their_command(kernel):
 # "Version 2"): a re-recorded run that misses anything else fails, and one that
 # stops missing a listed shape leaves a stale entry that the second test reports.
 KNOWN_MISSES = {
-    # H200 bf16 records of 2026-12-02, call 3 (scripts/gpu/v6_copyref_h200.sh: every kernel, with the
-    # same-size copy); reasons in each kernel's NOTES.md.
+    # H200 bf16 records of 2026-12-02: rmsnorm's of the second session's call 3
+    # (scripts/gpu/v7_final_h200.sh), the others' of the first session's call 3
+    # (scripts/gpu/v6_copyref_h200.sh: every kernel, with the same-size copy); reasons in each
+    # kernel's NOTES.md.
     "rmsnorm": {
-        # decode and small batches: 0.03-0.2 us behind torch.compile's Triton kernel (flushed and under
-        # graph replay); which of 8-128 rows miss moves from record to record (8x4096 and 32x4096 met
-        # here, missed in the fifth session's): the margins are inside the spread between calls of
-        # torch.compile's own figure (NOTES.md, version 5 and "Version 6")
-        **{f"rms_norm/{s}": {"compile", "graph"} for s in ("64x4096", "128x4096")},
-        "fused_add_rms_norm/32x4096": {"compile", "graph"}, "fused_add_rms_norm/128x4096": {"graph"},
+        # decode and small batches: 0.02-0.27 us behind torch.compile's Triton kernel (flushed and
+        # under graph replay); which of 8-128 rows miss moves from record to record (64x4096 met
+        # here, missed in the first session's; 32x4096 the other way): the margins are inside the
+        # spread between calls of torch.compile's own figure (NOTES.md, version 5 and "Version 6")
+        "rms_norm/32x4096": {"graph"}, "rms_norm/128x4096": {"graph"},
+        "fused_add_rms_norm/32x4096": {"compile", "graph"}, "fused_add_rms_norm/64x4096": {"graph"},
+        "fused_add_rms_norm/128x4096": {"compile", "graph"},
         "rms_norm/512x4096": {"compile"}, "rms_norm/1024x2048": {"compile"},
-        "fused_add_rms_norm/512x4096": {"compile"}, "fused_add_rms_norm/1024x4096": {"compile"},
+        "fused_add_rms_norm/512x4096": {"compile"},
         "fused_add_rms_norm/2048x4096": {"compile", "bandwidth"},
         "fused_add_rms_norm/4096x4096": {"compile", "bandwidth"},
-        # per-head norms: rows_small 0.2-4 % behind torch.compile
-        **{f"rms_norm/{s}": {"compile"} for s in ("65536x128", "70000x128", "262144x128", "65536x64")},
+        # per-head norms: rows_small 2-4 % behind torch.compile
+        **{f"rms_norm/{s}": {"compile"} for s in ("65536x128", "70000x128", "262144x128")},
         "rms_norm/262144x64": {"bandwidth"},
-        # wide rows: one row per block, 0.4-8 % behind torch.compile (3-7 % less than before reg_wide16)
+        # wide rows: one row per block, 0-1.2 % behind torch.compile (2048x7168 a tie at 17.50 us)
         **{f"rms_norm/{s}": {"compile"} for s in ("2048x7168", "8192x7168", "4096x8192", "2048x16384")},
-        "rms_norm/64x7168": {"graph"},
         # ahead of every baseline, under 0.90 of the 1 GiB copy; 0.94-1.16 of a copy of the same bytes
         **{f"rms_norm/{s}": {"bandwidth"} for s in ("4096x4096", "8192x2048", "8192x3072")},
     },

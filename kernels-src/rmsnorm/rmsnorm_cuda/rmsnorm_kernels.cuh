@@ -129,13 +129,13 @@
 // 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
 // H200; NOTES.md, version 4); the fused kernel's 101 registers uncapped (the
 // cap spills: fused 1x4096 6.1 -> 6.6 us).
-// RMSNORM_BF16_REG56 (an experiment, default off): bf16's one-step plain rows_reg at 4 vectors
-// per thread bounded as if for 576 threads, which caps it at 56 registers instead of 64
-// (ptxas, sm_90, nvcc 13.0: no spill; float16's twin uses 56 uncapped). At 224-thread blocks
-// (hidden 7168) that is 5 resident blocks per multiprocessor instead of 4; the prediction
-// (2026-12-02): bf16 reaches float16's figures at the launches of that form, 2048x7168
-// 18.9 -> ~17.1 us, 4096x8192 34.7 -> ~33.7, 8192x7168 58.9 -> ~57.3, 1024x2048 6.8 -> ~6.7.
-// Every other kernel keeps its bound (their SASS is unchanged).
+// RMSNORM_BF16_REG56: bf16's one-step plain rows_reg at 4 vectors per thread bounded as if
+// for 576 threads, which holds it within 56 registers (64 without it before RMSNORM_BF16_BITCVT;
+// ptxas, sm_90, nvcc 13.0: no spill; float16's twin uses 56 uncapped): at 224-thread blocks
+// (hidden 7168) 5 resident blocks per multiprocessor instead of 4. H200, bf16 (2026-12-02,
+// v7_explore_h200.sh): 2048x7168 19.12 -> 17.97 us, 8192x7168 59.1 -> 58.2, 1024x3072
+// 8.32 -> 7.90; predicted ~17.1 at 2048x7168 (float16's figure). With BITCVT the uncapped
+// allocation fits 56 too; the bound keeps it so. Every other kernel keeps its bound.
 #ifndef RMSNORM_BF16_REG56
 #define RMSNORM_BF16_REG56 1
 #endif
@@ -186,11 +186,13 @@ __device__ __forceinline__ void unpack(const Vec16<T>& v, float (&f)[16 / sizeof
 #pragma unroll
   for (int j = 0; j < Vec16<T>::N; ++j) f[j] = Cvt<T>::f(e[j]);
 }
-// RMSNORM_BF16_BITCVT (an experiment, default off): bf16 unpacked from each 32-bit word with
-// one shift (low element) and one mask (high element), exact as the conversion is, where
-// __bfloat162float per element compiles to PRMT+IMAD/SHF pairs: bf16's one-step rows_reg<4>
-// has 576 instructions against float16's 520 (sm_90 SASS), the gap left after REG56 (2048x7168
-// 17.97 against float16's 17.14 us). Prediction (2026-12-02): 2048x7168 ~17.3, others <1 %.
+// RMSNORM_BF16_BITCVT: bf16 unpacked from each 32-bit word with one shift (low element) and
+// one mask (high element), exact as the conversion is, where __bfloat162float per element
+// compiled to PRMT+IMAD/SHF pairs: 52 of the 54 bf16 kernels up to 17 % fewer instructions
+// (the one-step rows_reg<4> 576 -> 512, float16's twin 520), two spills gone. H200, bf16 (2026-12-02,
+// v7_record_h200.sh beside the REG56 build): 2048x7168 17.98 -> 17.63 us, 1024x3072
+// 8.00 -> 7.52, 4096x8192 34.61 -> 34.02, graph replay equal or faster at all 16 decode
+// cases; predicted ~17.3 at 2048x7168. float16 and float32 compile unchanged. 0: the intrinsic.
 #ifndef RMSNORM_BF16_BITCVT
 #define RMSNORM_BF16_BITCVT 1
 #endif
