@@ -49,6 +49,30 @@ __device__ __forceinline__ void load_float(const T* p, float (&dst)[N]) {
   }
 }
 
+// ROPE_BF16_BITCVT: bf16 packs widened with one shift (the low element of each 32-bit word) and
+// one mask (the high one), which is exactly the conversion; __bfloat162float per element
+// compiles to a PRMT and an IMAD.U32 or SHF each (rmsnorm's RMSNORM_BF16_BITCVT, 2026-12-02:
+// bf16 kernels up to 17 % shorter there). 0: the intrinsic per element.
+#ifndef ROPE_BF16_BITCVT
+#define ROPE_BF16_BITCVT 1
+#endif
+#if ROPE_BF16_BITCVT
+template <int N>
+__device__ __forceinline__ void load_float(const __nv_bfloat16* p, float (&dst)[N]) {
+  static_assert(N % 8 == 0, "N must be a multiple of the pack width");
+#pragma unroll
+  for (int i = 0; i < N / 8; ++i) {
+    const uint4 w = reinterpret_cast<const uint4*>(p)[i];
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      dst[i * 8 + 2 * k] = __uint_as_float(u[k] << 16);
+      dst[i * 8 + 2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
+    }
+  }
+}
+#endif
+
 template <int N, typename T>
 __device__ __forceinline__ void store_float(T* p, const float (&src)[N]) {
   constexpr int P = Pack16<T>::N;
