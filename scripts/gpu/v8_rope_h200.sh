@@ -7,6 +7,7 @@
 # same call and compared. Prediction: decode Bx32x1x128 0.02-0.05 us faster (flushed and graph
 # replay), Qwen3 text 1x32x4096x128 20.06 -> ~19.7 us (level with torch.compile's 19.78), the
 # LTX shapes level. If it loses, set the default back to 0 (the recorded SASS). ~230 s.
+# Outcome (113 s): no gain; the default is 0 again (rope NOTES.md, "Version 5 experiment").
 # Device tool: carry [".whl"], command `bash scripts/gpu/v8_rope_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml

@@ -49,12 +49,15 @@ __device__ __forceinline__ void load_float(const T* p, float (&dst)[N]) {
   }
 }
 
-// ROPE_BF16_BITCVT: bf16 packs widened with one shift (the low element of each 32-bit word) and
-// one mask (the high one), which is exactly the conversion; __bfloat162float per element
-// compiles to a PRMT and an IMAD.U32 or SHF each (rmsnorm's RMSNORM_BF16_BITCVT, 2026-12-02:
-// bf16 kernels up to 17 % shorter there). 0: the intrinsic per element.
+// ROPE_BF16_BITCVT (an experiment, default off): bf16 packs widened with one shift (the low
+// element of each 32-bit word) and one mask (the high one), which is exactly the conversion;
+// __bfloat162float per element compiles to a PRMT and an IMAD.U32 or SHF each. The 40 bf16
+// kernels 1.5-11.5 % shorter (sm_90 SASS), as rmsnorm's RMSNORM_BF16_BITCVT. H200 (2026-12-02,
+// v8_rope_h200.sh, smoke 456/456): no gain, Qwen3 text 20.00 against 19.98 us, decode under
+// graph replay 1.46 / 1.48 / 1.65 against 1.30 / 1.52 / 1.72 (NOTES.md, "Version 5"). Off, the
+// SASS is the recorded one (all 110 kernels compared).
 #ifndef ROPE_BF16_BITCVT
-#define ROPE_BF16_BITCVT 1
+#define ROPE_BF16_BITCVT 0
 #endif
 #if ROPE_BF16_BITCVT
 template <int N>
