@@ -54,7 +54,7 @@ __device__ __forceinline__ void load_float(const T* p, float (&dst)[N]) {
 // __bfloat162float per element compiles to a PRMT and an IMAD.U32 or SHF each. The 40 bf16
 // kernels 1.5-11.5 % shorter (sm_90 SASS), as rmsnorm's RMSNORM_BF16_BITCVT. H200 (2026-12-02,
 // v8_rope_h200.sh, smoke 456/456): no gain, Qwen3 text 20.00 against 19.98 us, decode under
-// graph replay 1.46 / 1.48 / 1.65 against 1.30 / 1.52 / 1.72 (NOTES.md, "Version 5"). Off, the
+// graph replay 1.46 / 1.48 / 1.65 against 1.30 / 1.52 / 1.72 (NOTES.md, "Version 5 experiment"). Off, the
 // SASS is the recorded one (all 110 kernels compared).
 #ifndef ROPE_BF16_BITCVT
 #define ROPE_BF16_BITCVT 0
