@@ -49,33 +49,6 @@ __device__ __forceinline__ void load_float(const T* p, float (&dst)[N]) {
   }
 }
 
-// ROPE_BF16_BITCVT (an experiment, default off): bf16 packs widened with one shift (the low
-// element of each 32-bit word) and one mask (the high one), which is exactly the conversion;
-// __bfloat162float per element compiles to a PRMT and an IMAD.U32 or SHF each. The 40 bf16
-// kernels 1.5-11.5 % shorter (sm_90 SASS), as rmsnorm's RMSNORM_BF16_BITCVT. H200 (2026-12-02,
-// v8_rope_h200.sh, smoke 456/456): no gain, Qwen3 text 20.00 against 19.98 us, decode under
-// graph replay 1.46 / 1.48 / 1.65 against 1.30 / 1.52 / 1.72 (NOTES.md, "Version 5 experiment"). Off, the
-// SASS is the recorded one (all 110 kernels compared).
-#ifndef ROPE_BF16_BITCVT
-#define ROPE_BF16_BITCVT 0
-#endif
-#if ROPE_BF16_BITCVT
-template <int N>
-__device__ __forceinline__ void load_float(const __nv_bfloat16* p, float (&dst)[N]) {
-  static_assert(N % 8 == 0, "N must be a multiple of the pack width");
-#pragma unroll
-  for (int i = 0; i < N / 8; ++i) {
-    const uint4 w = reinterpret_cast<const uint4*>(p)[i];
-    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      dst[i * 8 + 2 * k] = __uint_as_float(u[k] << 16);
-      dst[i * 8 + 2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-    }
-  }
-}
-#endif
-
 template <int N, typename T>
 __device__ __forceinline__ void store_float(T* p, const float (&src)[N]) {
   constexpr int P = Pack16<T>::N;
