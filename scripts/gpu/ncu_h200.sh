@@ -15,11 +15,18 @@ probe() {  # name, kernel, then the cases
     python3 scripts/gpu/ncu_probe.py "$kernel" "/tmp/build-$kernel" "$@" > "$RES/ncu-$name.csv" 2> "$RES/ncu-$name.log"
   echo "ncu $name rc=$? ($(wc -l < "$RES/ncu-$name.csv") lines)"; grep -E "ERR|rror" "$RES/ncu-$name.log" | head -n 3
 }
-WHAT=${1:-"rmsnorm rope sass"}   # which of the three probes
+WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln
 case " $WHAT " in *" rmsnorm "*)
   probe rmsnorm rmsnorm rms_norm/8x4096 rms_norm/128x4096 rms_norm/65536x128 rms_norm/8192x7168 rms_norm/4096x8192 ;; esac
 case " $WHAT " in *" rope "*)
   probe rope rope rope/qwen3/1x32x4096x128 rope/ltx/2x16384x2048 rope/qwen3/decode/8x32x1x128 ;; esac
+case " $WHAT " in *" fused "*)  # 2026-12-02 third session: the fused op's and per-head misses
+  probe fused rmsnorm fused_add_rms_norm/64x4096 fused_add_rms_norm/512x4096 fused_add_rms_norm/4096x4096 \
+    rms_norm/262144x128 ;; esac
+case " $WHAT " in *" rope-decode "*)
+  probe rope-decode rope rope/qwen3/decode/64x32x1x128 rope/qwen3/1x32x4096x128 ;; esac
+case " $WHAT " in *" adaln "*)
+  probe adaln adaln adaln/layer/8x4096x1152 adaln/rms/1x384x2048 adaln/layer/2x256x1152 ;; esac
 case " $WHAT " in *" sass "*) ;; *) exit 0 ;; esac
 timeout 90 "$NCU" --profile-from-start off --set full --csv --page source --print-source sass \
   python3 scripts/gpu/ncu_probe.py rmsnorm /tmp/build-rmsnorm rms_norm/8x4096 > "$RES/ncu-rmsnorm-sass.csv" \
