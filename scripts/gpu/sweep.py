@@ -95,6 +95,17 @@ SWEEPS = {
                           "1,0,512,0,0,0"]
         for s in ("8192x7168", "2048x7168", "4096x8192", "8192x5120", "2048x16384", "1024x3072")
     }),
+    # rows_one (RMSNORM_DECODE_ONE, 2026-12-02 third session): one vector per thread, one row per
+    # block, against rows_reg at one and two vectors, at the decode batches the rule gives it and
+    # at the shapes next to them it does not take (512-1024 rows, rows of 7168-8192 and 2048-3072).
+    "rmsnorm-one": ("RMSNORM_CONFIG", {
+        **{f"{op}/{r}x4096": ["8,1,0,0,0,0", "0,1,0,0,0,0", "0,2,0,0,0,0"]
+           for op in ("rms_norm", "fused_add_rms_norm") for r in (1, 8, 32, 64, 128)},
+        **{f"{op}/{r}x4096": ["8,1,0,0,0,0", "0,2,0,0,0,0"]
+           for op, r in (("rms_norm", 512), ("fused_add_rms_norm", 512), ("fused_add_rms_norm", 1024))},
+        **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,2,0,0,0,0"] for s in ("64x7168", "1x8192", "64x8192")},
+        **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0"] for s in ("1024x2048", "1024x3072")},
+    }),
     "adaln-fp32": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
            for s in ("1x6144x2048", "2x16384x2048", "1x384x2048")},

@@ -139,6 +139,13 @@
 #ifndef RMSNORM_BF16_REG56
 #define RMSNORM_BF16_REG56 1
 #endif
+// RMSNORM_DECODE_ONE: decode batches (up to 128 rows) of 16-bit rows of 256-512 vectors
+// (hidden 2048-4096) launched as rows_one, one vector per thread, instead of rows_reg at
+// two vectors per thread (an experiment, NOTES.md "Version 8": the shape of torch.compile's
+// kernel there, which leads by 0.2-0.25 us on the fused op under graph replay). 0: rows_reg.
+#ifndef RMSNORM_DECODE_ONE
+#define RMSNORM_DECODE_ONE 1
+#endif
 #ifdef RMSNORM_MIN_BLOCKS
 #define RMSNORM_REG_BOUNDS __launch_bounds__(512, RMSNORM_MIN_BLOCKS)
 #else
@@ -451,6 +458,73 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
   }
 }
 
+// rows_one: one 16-byte vector per thread, one row per block of nvec threads
+// (rounded up to whole warps, at most 1024), one block per row: the decode
+// launch of rows of 256-1024 vectors, in the shape of the Triton kernel that
+// torch.compile generates there (H200, 2026-12-02 third session: 512 threads x
+// one vector for fused 64x4096, 176 instructions per warp where rows_reg<2>'s
+// 256 threads x two vectors issue 348: NOTES.md, version 8). Compared with
+// rows_reg<T, 1>: no row loop and no per-vector branch (the loads are
+// predicated), the squares summed as a tree, and the per-warp partials read
+// one per lane and added by shuffles (log2 of the warp count), where
+// group_sum adds them one after another in a runtime-length loop. I: the
+// offsets' type (int32_t where they fit).
+template <typename T, bool FUSED, typename I>
+__global__ void __launch_bounds__(1024) rows_one(Params<T> p) {
+  using V = Vec16<T>;
+  constexpr int N = V::N;
+  __shared__ float red[32];
+  const int tx = threadIdx.x;
+  const int lane = tx & 31;
+  const int nvec = p.hidden / N;
+  const bool on = tx < nvec;
+  const I row = (I)blockIdx.x;
+  const I col = (I)tx * N;
+  V w, a;
+  w.u = make_uint4(0u, 0u, 0u, 0u);
+  a.u = w.u;
+  if (on) w = load_ro(p.weight + col);
+  if (on) a = load_stream(p.x + row * (I)p.x_stride + col);
+  if constexpr (FUSED) {
+    V r;
+    r.u = make_uint4(0u, 0u, 0u, 0u);
+    if (on) r = load_stream(p.residual + row * (I)p.res_stride + col);
+    float fa[N], fr[N];
+    unpack(a, fa);
+    unpack(r, fr);
+#pragma unroll
+    for (int j = 0; j < N; ++j) fa[j] += fr[j];
+    // Rounded to T first, as in rows_reg: out is rms_norm(residual_out).
+    a = pack<T>(fa);
+    if (on) store_out(p.residual_out + row * (I)p.hidden + col, a);
+  }
+  float f[N];
+  unpack(a, f);
+  float sq[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) sq[j] = f[j] * f[j];
+  float ss = warp_sum(tree_sum(sq));  // idle lanes hold zeros
+  const int warps = (int)(blockDim.x >> 5);
+  if (lane == 0) red[tx >> 5] = ss;
+  __syncthreads();
+  // Every lane reads a partial (lane mod the warp count rounded up to a power
+  // of two; zeros past the count), so after log2 of that many butterfly steps
+  // every lane of every warp holds the row's sum: no second barrier.
+  const int span = 1 << (32 - __clz(warps - 1));  // warps rounded up to a power of two (1: 1)
+  const int slot = lane & (span - 1);
+  float t = slot < warps ? red[slot] : 0.f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    if (o < span) t += __shfl_xor_sync(0xffffffffu, t, o);
+  const float inv = rsqrtf(t * p.inv_hidden + p.eps);
+  if (!on) return;
+  float g[N];
+  unpack(w, g);
+#pragma unroll
+  for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
+  store_out(p.out + row * (I)p.hidden + col, pack<T>(f));
+}
+
 // 16-byte asynchronous copy global -> shared (sm_80+; a plain copy before).
 __device__ __forceinline__ void copy16_async(uint4* smem, const void* gmem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -677,7 +751,7 @@ namespace rmsnorm {
 // benchmarks/NOTES.md for the measurements behind each choice.
 struct Config {
   int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar, 3: rows_async,
-              // 6: rows_small, 7: rows_cluster (4, 5: the tuner's experimental kernels)
+              // 6: rows_small, 7: rows_cluster, 8: rows_one (4, 5: the tuner's experimental kernels)
   int vpt;    // rows_reg, rows_async, rows_small, rows_cluster: vectors per thread
   int tx;     // threads per row (rows_small: lanes per row; rows_cluster: threads per block)
   int ty;     // rows per block (rows_small: row groups per block)
@@ -749,6 +823,21 @@ inline Config small_config(int64_t rows, int nvec, int force_vpt, int force_tx, 
   return c;
 }
 
+// rows_one by rule (RMSNORM_DECODE_ONE): see the knob's comment.
+inline bool one_by_rule(int64_t rows, int nvec, int elem_size) {
+  return RMSNORM_DECODE_ONE && elem_size == 2 && rows <= 128 && nvec >= 256 && nvec <= 512;
+}
+
+inline Config one_config(int64_t rows, int nvec) {
+  Config c{};
+  c.kind = 8;
+  c.vpt = 1;
+  c.tx = round_up_32(nvec);
+  c.ty = 1;
+  c.grid = rows;
+  return c;
+}
+
 inline Config cluster_config(int64_t rows, int nvec, int cs, int force_vpt) {
   Config c{};
   c.kind = 7;
@@ -791,6 +880,9 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
     }
     return c;
   }
+  if (nvec > 0 && nvec <= 1024 && rows >= 1 && rows <= 0x7fffffff &&
+      (force_kind == 8 || (force_kind < 0 && one_by_rule(rows, nvec, elem_size))))
+    return one_config(rows, nvec);
   if (nvec == 0) {
     c.kind = 2;
     c.tx = hidden >= 1024 ? 256 : (hidden >= 256 ? 128 : 32);
@@ -918,6 +1010,7 @@ inline const void* kernel_ptr(const Config& c) {
     return c.vpt == 8 ? (const void*)rows_async<T, 8, FUSED> : (const void*)rows_async<T, 16, FUSED>;
   }
   if (c.kind == 6) return small_ptr<T, FUSED>(c);
+  if (c.kind == 8) return (const void*)rows_one<T, FUSED, int64_t>;
   if (c.kind == 7) {
     if (c.vpt == 1) return (const void*)rows_cluster<T, 1, FUSED>;
     return c.vpt == 2 ? (const void*)rows_cluster<T, 2, FUSED> : (const void*)rows_cluster<T, 4, FUSED>;
@@ -1013,6 +1106,12 @@ template <typename T, bool FUSED>
 inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream, size_t smem = 0) {
   if (c.kind == 6) return launch_small<T, FUSED>(p, c, stream);
   if (c.kind == 7) return launch_cluster<T, FUSED>(p, c, stream);
+  if (c.kind == 8) {  // one block per row: c.grid == rows
+    const dim3 g1((unsigned)c.grid), b1((unsigned)c.tx);
+    if (offsets_fit_i32(p)) rows_one<T, FUSED, int32_t><<<g1, b1, 0, stream>>>(p);
+    else rows_one<T, FUSED, int64_t><<<g1, b1, 0, stream>>>(p);
+    return cudaGetLastError();
+  }
   dim3 block(c.tx, c.ty);
   dim3 grid((unsigned)c.grid);
 #if RMSNORM_DECODE_I32
