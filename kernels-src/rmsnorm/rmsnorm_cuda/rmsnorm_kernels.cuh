@@ -139,10 +139,10 @@
 #ifndef RMSNORM_BF16_REG56
 #define RMSNORM_BF16_REG56 1
 #endif
-// RMSNORM_DECODE_ONE: decode batches (up to 128 rows) of 16-bit rows of 256-512 vectors
-// (hidden 2048-4096) launched as rows_one, one vector per thread, instead of rows_reg at
-// two vectors per thread (an experiment, NOTES.md "Version 8": the shape of torch.compile's
-// kernel there, which leads by 0.2-0.25 us on the fused op under graph replay). 0: rows_reg.
+// RMSNORM_DECODE_ONE: batches of 16-bit rows of 256-1024 vectors (hidden 2048-8192) that fit
+// in one wave of one-row blocks, launched as rows_one, one vector per thread (the shape of
+// torch.compile's kernel at decode), instead of rows_reg at two or four vectors per thread
+// (one_shape below; NOTES.md "Version 8"). 0: rows_reg.
 #ifndef RMSNORM_DECODE_ONE
 #define RMSNORM_DECODE_ONE 1
 #endif
@@ -823,9 +823,15 @@ inline Config small_config(int64_t rows, int nvec, int force_vpt, int force_tx, 
   return c;
 }
 
-// rows_one by rule (RMSNORM_DECODE_ONE): see the knob's comment.
-inline bool one_by_rule(int64_t rows, int nvec, int elem_size) {
-  return RMSNORM_DECODE_ONE && elem_size == 2 && rows <= 128 && nvec >= 256 && nvec <= 512;
+// rows_one by rule (RMSNORM_DECODE_ONE): 16-bit rows of 256-1024 vectors whose blocks (one per
+// row) all fit on the device at once, `resident` being how many do (one wave). H200, bf16, sweep
+// rmsnorm-one (2026-12-02 third session): ahead of rows_reg at 1-128 rows of 4096 (graph replay
+// 0.1-0.17 us), 512 rows (6.66 against 6.91 us; fused 8.43 against 8.54), decode rows of 7168 and
+// 8192 (64x8192 5.60 | 2.34 against 6.02 | 2.46), 1024x2048 (6.43 against 6.66: 1024 of 1056
+// resident blocks); behind past one wave (1024x3072, 1.5 waves: 7.71 against 7.36) and level at
+// two (fused 1024x4096).
+inline bool one_shape(int64_t rows, int nvec, int elem_size) {
+  return RMSNORM_DECODE_ONE && elem_size == 2 && nvec >= 256 && nvec <= 1024 && rows >= 1 && rows <= 4096;
 }
 
 inline Config one_config(int64_t rows, int nvec) {
@@ -880,8 +886,10 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
     }
     return c;
   }
+  // rows_one: resident_blocks is asked only for the shapes it may take (a cached lookup).
   if (nvec > 0 && nvec <= 1024 && rows >= 1 && rows <= 0x7fffffff &&
-      (force_kind == 8 || (force_kind < 0 && one_by_rule(rows, nvec, elem_size))))
+      (force_kind == 8 || (force_kind < 0 && one_shape(rows, nvec, elem_size) &&
+                           rows <= resident_blocks(8, 1, round_up_32(nvec)))))
     return one_config(rows, nvec);
   if (nvec == 0) {
     c.kind = 2;
