@@ -142,7 +142,9 @@
 // RMSNORM_DECODE_ONE: batches of 16-bit rows of 256-1024 vectors (hidden 2048-8192) that fit
 // in one wave of one-row blocks, launched as rows_one, one vector per thread (the shape of
 // torch.compile's kernel at decode), instead of rows_reg at two or four vectors per thread
-// (one_shape below; NOTES.md "Version 8"). 0: rows_reg.
+// (one_shape below; NOTES.md "Version 8"). 1 (shipped) since 2026-12-02's third session, call 3
+// (scripts/gpu/v9_final_h200.sh: smoke 598/598 with 2 seeds; H200 bf16 graph replay 1-128x4096
+// 0.10-0.17 us faster than rows_reg in call 2, 64x8192 2.46 -> 2.37). 0: rows_reg.
 #ifndef RMSNORM_DECODE_ONE
 #define RMSNORM_DECODE_ONE 1
 #endif
