@@ -34,6 +34,14 @@
 #ifndef ROPE_SLAB_STATIC
 #define ROPE_SLAB_STATIC 1
 #endif
+// Threads per block of a decode step's slab launch (one position per sample: the
+// heads on the block's y threads). 256: as every other slab launch (shipped); 128 or
+// 64: the same work over two or four times the blocks, the shape torch.compile's
+// decode kernel has (an experiment prepared in 2026-12-02's third session, not run:
+// NOTES.md, "torch.compile's kernels beside ours").
+#ifndef ROPE_DECODE_THREADS
+#define ROPE_DECODE_THREADS 256
+#endif
 
 namespace {
 
@@ -248,9 +256,10 @@ inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid
     outer = (s.rows + inner * mid - 1) / (inner * mid);
     wrap = outer * inner > s.R;
   }
-  const int tx = units_per_head < 256 ? units_per_head : 256;
-  const int ty = 256 / tx;
   const bool y_is_mid = inner * G == 1;  // a decode step: one position per sample
+  const int threads = y_is_mid ? ROPE_DECODE_THREADS : 256;
+  const int tx = units_per_head < threads ? units_per_head : threads;
+  const int ty = threads / tx;
   const int64_t ys = y_is_mid ? mid : inner * G;
   if (outer > kMaxYZ || (!y_is_mid && mid > kMaxYZ) || ys >= (int64_t(1) << 31) - 256) return false;
   if (ys < ty && !y_is_mid) return false;
