@@ -106,6 +106,13 @@ SWEEPS = {
         **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,2,0,0,0,0"] for s in ("64x7168", "1x8192", "64x8192")},
         **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0"] for s in ("1024x2048", "1024x3072")},
     }),
+    # Prepared in 2026-12-02's third session (scripts/gpu/v10_explore_h200.sh, not run): adaln's two
+    # small-batch misses at one pack per thread and 128-256 threads per row, the launch shape of
+    # rmsnorm's rows_one and of torch.compile's kernel there (adaln NOTES.md), against the rule's.
+    "adaln-one": ("ADALN_CONFIG", {
+        "adaln/rms/1x384x2048": ["1,256,1", "2,128,1", "2,128,2", "4,64,2"],
+        "adaln/layer/2x256x1152": ["1,160,1", "2,96,1", "2,96,2", "6,32,4"],
+    }),
     "adaln-fp32": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
            for s in ("1x6144x2048", "2x16384x2048", "1x384x2048")},
