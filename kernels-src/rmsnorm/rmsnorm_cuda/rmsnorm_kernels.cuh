@@ -10,6 +10,8 @@
 //    multiple of 32) handles one row; a block holds TY row groups; blocks walk
 //    the rows with a grid-stride loop, so the grid can be capped at what is
 //    resident and the weight, held in registers, is read once per thread.
+//  * rows_one: one 16-byte vector per thread, one row per block (decode and
+//    small batches of 16-bit rows of 256-1024 vectors that fit in one wave).
 //  * rows_async: the row is staged in shared memory with cp.async, so the
 //    bytes in flight are not bounded by registers: a block of 128 threads and
 //    ~32 registers, 16 of them per multiprocessor, all rows of a small batch
