@@ -8,12 +8,12 @@
 # 2. adaln's small batches at one pack per thread (sweep adaln-one, a tuning build, beside the
 #    shipped build's bench): prediction, 1x384x2048 and 2x256x1152 level with or ahead of
 #    torch.compile at 128-256 threads per row (adaln NOTES.md).
-# ~330 s. Device tool: carry [".whl"], command `bash scripts/gpu/v10_explore_h200.sh`. To ship a
+# Also smokes the shipped rope build (its record predated ROPE_DECODE_THREADS). ~400 s. Device tool: carry [".whl"], command `bash scripts/gpu/v10_explore_h200.sh`. To ship a
 # rope variant: set ROPE_DECODE_THREADS's default in rope_cuda/rope.cu and record rope again; for
 # adaln, a rule change in choose_config, then smoke and record adaln.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
 source scripts/gpu/variants.sh
 variants rope:rope-dt128:dt128:bfloat16:-DROPE_DECODE_THREADS=128 rope:rope-dt64:dt64:bfloat16:-DROPE_DECODE_THREADS=64
-MAX_JOBS=8 DEADLINE=${DEADLINE:-500} KERNELS="rope adaln" SMOKE="" BENCH="rope adaln" TESTS=0 \
+MAX_JOBS=8 DEADLINE=${DEADLINE:-500} KERNELS="rope adaln" SMOKE="rope" BENCH="rope adaln" TESTS=0 \
   TUNE="adaln" SWEEP="adaln=adaln-one" EXTRA="$VARIANT_SMOKES" EXTRA_LAST="$VARIANT_BENCHES" bash scripts/gpu/run_all_h200.sh
