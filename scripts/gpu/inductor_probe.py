@@ -4,7 +4,7 @@ that baseline and for our kernel, every CUDA kernel launched (name, grid, block,
 registers per thread, shared memory, duration) as the PyTorch profiler records it.
 
     python3 scripts/gpu/inductor_probe.py rmsnorm /tmp/build-rmsnorm fused_add_rms_norm/64x4096 ... \\
-        --out /tmp/results/inductor-rmsnorm
+        --out /tmp/results/inductor-rmsnorm [--dtype float32]
 
 Writes OUT/<case, slashes as __>.py (the generated code, every graph of the call)
 and OUT/launches.json; prints one line per launch. The durations are one call's,
@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("cases", nargs="+", help="bench case names")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--baseline", default="torch.compile")
+    ap.add_argument("--dtype", default=None, help="the cases' dtype (default: the case file's own)")
     args = ap.parse_args()
 
     import torch
@@ -66,7 +67,7 @@ def main() -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     loaded = load_variant(args.build)
-    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / args.kernel)}
+    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / args.kernel, args.dtype)}
     device = torch.device("cuda")
     record = []
     for name in args.cases:

@@ -15,7 +15,7 @@ probe() {  # name, kernel, then the cases
     python3 scripts/gpu/ncu_probe.py "$kernel" "/tmp/build-$kernel" "$@" > "$RES/ncu-$name.csv" 2> "$RES/ncu-$name.log"
   echo "ncu $name rc=$? ($(wc -l < "$RES/ncu-$name.csv") lines)"; grep -E "ERR|rror" "$RES/ncu-$name.log" | head -n 3
 }
-WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln
+WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln fp32
 case " $WHAT " in *" rmsnorm "*)
   probe rmsnorm rmsnorm rms_norm/8x4096 rms_norm/128x4096 rms_norm/65536x128 rms_norm/8192x7168 rms_norm/4096x8192 ;; esac
 case " $WHAT " in *" rope "*)
@@ -27,6 +27,8 @@ case " $WHAT " in *" rope-decode "*)
   probe rope-decode rope rope/qwen3/decode/64x32x1x128 rope/qwen3/1x32x4096x128 ;; esac
 case " $WHAT " in *" adaln "*)
   probe adaln adaln adaln/layer/8x4096x1152 adaln/rms/1x384x2048 adaln/layer/2x256x1152 ;; esac
+case " $WHAT " in *" fp32 "*)  # 2026-12-03: float32's streaming rows, where torch.compile passes the copy
+  probe fp32 rmsnorm rms_norm/32768x4096 rms_norm/8192x2048 --dtype float32 ;; esac
 case " $WHAT " in *" sass "*) ;; *) exit 0 ;; esac
 timeout 90 "$NCU" --profile-from-start off --set full --csv --page source --print-source sass \
   python3 scripts/gpu/ncu_probe.py rmsnorm /tmp/build-rmsnorm rms_norm/8x4096 > "$RES/ncu-rmsnorm-sass.csv" \

@@ -28,12 +28,13 @@ def main() -> int:
     ap.add_argument("build", type=Path)
     ap.add_argument("cases", nargs="+", help="bench case names")
     ap.add_argument("--contenders", default="kernel,torch.compile")
+    ap.add_argument("--dtype", default=None, help="the cases' dtype (default: the case file's own)")
     args = ap.parse_args()
 
     import torch
 
     loaded = load_variant(args.build)
-    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / args.kernel)}
+    cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / args.kernel, args.dtype)}
     device = torch.device("cuda")
     calls = []
     for name in args.cases:

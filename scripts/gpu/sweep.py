@@ -113,6 +113,26 @@ SWEEPS = {
         "adaln/rms/1x384x2048": ["1,256,1", "2,128,1", "2,128,2", "4,64,2"],
         "adaln/layer/2x256x1152": ["1,160,1", "2,96,1", "2,96,2", "6,32,4"],
     }),
+    # 2026-12-03, call 2: the one-wave launch (ADALN_ONE_WAVE, "rule" in these runs) beside its
+    # neighbours in float32 (two packs per thread: at 256 threads as the fifth session's adaln-fp32
+    # sweep timed it, at 160 as the rule gives rows of 1152) and in float16.
+    "adaln-one32": ("ADALN_CONFIG", {
+        "adaln/rms/1x384x2048": ["4,128,1", "2,256,1", "8,64,1"],
+        "adaln/layer/2x256x1152": ["6,64,1", "2,256,1", "2,160,1", "4,96,1"],
+    }),
+    "adaln-one16h": ("ADALN_CONFIG", {
+        "adaln/rms/1x384x2048": ["4,64,2", "1,256,1", "2,128,1"],
+        "adaln/layer/2x256x1152": ["6,32,4", "1,160,1", "2,96,1"],
+    }),
+    # rows_one in float32 (never swept there; rmsnorm's rule keeps it to 16-bit rows): one 16-byte
+    # vector (4 floats) per thread, 1024 threads for a row of 4096, against the rule's rows_reg.
+    "rmsnorm-one32": ("RMSNORM_CONFIG", {
+        **{f"{op}/{r}x4096": ["8,1,0,0,0,0", "0,1,0,0,0,0", "0,2,0,0,0,0"]
+           for op in ("rms_norm", "fused_add_rms_norm") for r in (1, 8, 32, 64, 128)},
+        **{f"{op}/{r}x4096": ["8,1,0,0,0,0", "0,2,0,0,0,0"]
+           for op, r in (("rms_norm", 512), ("fused_add_rms_norm", 512))},
+        **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0"] for s in ("1024x2048", "1024x3072")},
+    }),
     "adaln-fp32": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
            for s in ("1x6144x2048", "2x16384x2048", "1x384x2048")},
@@ -143,7 +163,8 @@ SWEEPS = {
 
 
 # Sweep sets timed in another dtype than the cases' default (bfloat16).
-SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16h": "float16"}
+SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16h": "float16",
+                "adaln-one32": "float32", "adaln-one16h": "float16", "rmsnorm-one32": "float32"}
 
 
 def project_of(sweep_set: str) -> str:

@@ -15,12 +15,36 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
 
 #include "adaln_kernels.cuh"
 
 namespace {
 
 using adaln_cuda::is_aligned16;
+
+// Blocks of adaln_rows<T, TC, RMS, vpt, false> of `threads` threads resident on the
+// whole device at once; cached, because cudaOccupancy* is not free and the answer
+// never changes for a device.
+template <typename T, typename TC, bool RMS>
+int64_t resident_blocks(int vpt, int threads) {
+  static std::mutex mu;
+  static std::unordered_map<int64_t, int64_t> cache;
+  int dev = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&dev));
+  const int64_t key = ((int64_t)dev << 32) | (vpt << 16) | threads;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const void* fn = vpt == 1 ? reinterpret_cast<const void*>(adaln_cuda::adaln_rows<T, TC, RMS, 1, false>)
+                            : reinterpret_cast<const void*>(adaln_cuda::adaln_rows<T, TC, RMS, 2, false>);
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, 0));
+  const int64_t n = (int64_t)per_sm * at::cuda::getDeviceProperties(dev)->multiProcessorCount;
+  cache[key] = n;
+  return n;
+}
 
 template <typename T, typename TC, bool RMS>
 void launch(T* out, const T* x, const TC* scale, const TC* shift, const adaln_cuda::Params& p,
@@ -33,7 +57,8 @@ void launch(T* out, const T* x, const TC* scale, const TC* shift, const adaln_cu
   // Tuning builds only (scripts/gpu/sweep.py): ADALN_CONFIG = "vpt,tx,ty".
   if (const char* e = std::getenv("ADALN_CONFIG")) std::sscanf(e, "%d,%d,%d", &fv, &ftx, &fty);
 #endif
-  auto c = adaln_cuda::choose_config(p.rows, p.D, (int)sizeof(T), aligned, fv, ftx, fty);
+  auto resident = [](int vpt, int threads) { return resident_blocks<T, TC, RMS>(vpt, threads); };
+  auto c = adaln_cuda::choose_config(p.rows, p.D, (int)sizeof(T), aligned, resident, fv, ftx, fty);
   // Modulation rows loaded early (adaln_rows' EARLY) only for launches of at
   // most 256 threads per multiprocessor (8 warps): with fewer warps than that
   // nothing hides the second round trip, and the extra registers cost an

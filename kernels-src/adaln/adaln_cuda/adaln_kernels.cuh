@@ -266,13 +266,43 @@ inline int group_lanes(int packs) {
 #define ADALN_F32_LANES4 1
 #endif
 
-// force_*: a tuning build's overrides (0: the rule's choice).
-inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned, int force_vpt = 0, int force_tx = 0,
-                            int force_ty = 0) {
+// Batches whose blocks all fit on the device at once (one wave), rows of 1024-2048
+// elements: one row per block of up to 256 threads, one pack per thread (two in
+// float32), the launch shape of rmsnorm's rows_one and of torch.compile's kernel
+// there (NOTES.md, "One pack per thread"). A few warps per row, each thread short,
+// where the group rule gives few threads many packs (98-161 registers at the two
+// small-batch shapes). Sweep adaln-one, 2026-12-03 call 1 (H200, bf16, flushed |
+// graph replay): rms 1x384x2048 6.18 | 2.66 -> 5.74 | 2.50 us (torch.compile 5.90 |
+// 2.57); layer 2x256x1152 6.62 | 3.08 -> 6.37 | 3.14 (6.53 | 3.43). 0: the group rule.
+#ifndef ADALN_ONE_WAVE
+#define ADALN_ONE_WAVE 1
+#endif
+
+inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
+
+// The one-wave launch's packs per thread and threads per row for a row of `packs`
+// 16-byte packs (0 threads: the shape is outside the rule's range).
+inline void one_wave_shape(int64_t D, int packs, int& vpt, int& tx) {
+  vpt = (packs + 255) / 256;
+  tx = ADALN_ONE_WAVE && D >= 1024 && D <= 2048 && vpt <= 2 ? round_up_32((packs + vpt - 1) / vpt) : 0;
+}
+
+// force_*: a tuning build's overrides (0: the rule's choice). `resident_blocks(vpt,
+// threads)`: blocks of adaln_rows at that many packs per thread and threads per block
+// resident on the whole device at once (the host's occupancy query; asked only for
+// shapes the one-wave rule may take).
+template <typename ResidentFn>
+inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned, ResidentFn resident_blocks,
+                            int force_vpt = 0, int force_tx = 0, int force_ty = 0) {
   Config c{1, 1, 256, 1, rows};
   const int n = 16 / elem_size;
   if (!aligned || D % n != 0 || D / n > 256 * 8) return c;
   const int packs = (int)(D / n);
+  if (force_vpt == 0 && force_tx == 0 && force_ty == 0) {
+    int vpt = 0, tx = 0;
+    one_wave_shape(D, packs, vpt, tx);
+    if (tx > 0 && rows <= resident_blocks(vpt, tx)) return Config{0, vpt, tx, 1, rows};
+  }
   int tx = force_tx > 0 && (force_tx <= 32 ? (force_tx & (force_tx - 1)) == 0 : force_tx % 32 == 0) ? force_tx : 0;
   const int lane_packs = ADALN_F32_LANES4 && elem_size == 4 ? 4 : 8;  // packs per lane past 256
   if (tx == 0) tx = packs <= 256 ? group_lanes(packs) : ((packs + lane_packs * 32 - 1) / (lane_packs * 32)) * 32;

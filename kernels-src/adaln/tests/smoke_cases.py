@@ -86,6 +86,9 @@ SHAPES = [
     (3, 5, 256, "token", "contiguous", 0.0, ()),
     (2, 7, 1152, "sample", "contiguous", 0.0, ()),
     (1, 37, 1152, "shared", "contiguous", 5.0, ()),
+    # the one-wave launch (one row per block, one pack per thread, two in float32) with idle
+    # lanes: 145 packs of bf16 on 160 threads, 290 of float32 on 160 x 2
+    (3, 11, 1160, "token", "contiguous", 0.0, ()),
     (2, 2, 8192, "sample", "contiguous", 20.0, ()),
     (1, 3, 16384, "shared", "contiguous", 0.0, ()),
     (0, 5, 2048, "sample", "contiguous", 0.0, ()),
