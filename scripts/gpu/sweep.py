@@ -133,6 +133,21 @@ SWEEPS = {
            for op, r in (("rms_norm", 512), ("fused_add_rms_norm", 512))},
         **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0"] for s in ("1024x2048", "1024x3072")},
     }),
+    # 2026-12-03, call 3: float32 rows at one pack per thread on up to 512 threads (a tuning build
+    # with -DADALN_ONE_512=1, whose "rule" is that launch) against call 2's two packs on 256 / 160.
+    "adaln-512": ("ADALN_CONFIG", {
+        "adaln/rms/1x384x2048": ["2,256,1", "4,128,1"],
+        "adaln/layer/2x256x1152": ["2,160,1", "2,256,1"],
+    }),
+    # float32's streaming rows (2026-12-03, call 3): rows_loop, the two-pass shape of torch.compile's
+    # looped reduction there (512 threads, 28 registers, the row back from L1/L2), at 256-1024 threads,
+    # against the rule's rows_reg; run in two tuning builds, with and without RMSNORM_LOOP_POLICY.
+    "rmsnorm-loop32": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["1,0,256,0,0,0", "1,0,512,0,0,0", "1,0,1024,0,0,0"]
+           for s in ("4096x4096", "32768x4096", "8192x2048", "16384x2048", "16384x3072", "8192x5120", "4096x8192",
+                     "2048x16384")},
+        "fused_add_rms_norm/8192x4096": ["1,0,512,0,0,0", "1,0,1024,0,0,0"],
+    }),
     "adaln-fp32": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
            for s in ("1x6144x2048", "2x16384x2048", "1x384x2048")},
@@ -164,7 +179,8 @@ SWEEPS = {
 
 # Sweep sets timed in another dtype than the cases' default (bfloat16).
 SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16h": "float16",
-                "adaln-one32": "float32", "adaln-one16h": "float16", "rmsnorm-one32": "float32"}
+                "adaln-one32": "float32", "adaln-one16h": "float16", "rmsnorm-one32": "float32",
+                "adaln-512": "float32", "rmsnorm-loop32": "float32"}
 
 
 def project_of(sweep_set: str) -> str:

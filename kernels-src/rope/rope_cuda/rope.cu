@@ -37,8 +37,8 @@
 // Threads per block of a decode step's slab launch (one position per sample: the
 // heads on the block's y threads). 256: as every other slab launch (shipped); 128 or
 // 64: the same work over two or four times the blocks, the shape torch.compile's
-// decode kernel has (an experiment prepared in 2026-12-02's third session, not run:
-// NOTES.md, "torch.compile's kernels beside ours").
+// decode kernel has: no faster on the H200 (2026-12-03 call 1; NOTES.md, "Decode
+// launch at 128 and 64 threads").
 #ifndef ROPE_DECODE_THREADS
 #define ROPE_DECODE_THREADS 256
 #endif
