@@ -75,16 +75,8 @@ __device__ __forceinline__ void opaque(Pack16<T>& pk) {
 // The row's packs stay packed in registers (4 registers per pack whatever T
 // is) and are widened at each use: kept as floats, 8 packs of bf16 took 127
 // registers per thread (103 with packs the compiler still widened once).
-// One pack per thread on up to 512 threads per row (float32 rows of 2048: torch.compile's
-// shape there, 512 threads of 16 bytes) instead of two packs on 256: an experiment (NOTES.md,
-// "One pack per thread"), 0 (shipped): at most 256 threads per row.
-#ifndef ADALN_ONE_512
-#define ADALN_ONE_512 0
-#endif
-constexpr int kMaxRowThreads = ADALN_ONE_512 ? 512 : 256;
-
 template <typename T, typename TC, bool RMS, int VPT, bool EARLY>
-__global__ void __launch_bounds__(VPT == 1 ? kMaxRowThreads : 256) adaln_rows(T* __restrict__ out, const T* __restrict__ x,
+__global__ void __launch_bounds__(256) adaln_rows(T* __restrict__ out, const T* __restrict__ x,
                                                   const TC* __restrict__ scale, const TC* __restrict__ shift,
                                                   Params p) {
   constexpr int N = Pack16<T>::N;
@@ -291,7 +283,7 @@ inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
 // The one-wave launch's packs per thread and threads per row for a row of `packs`
 // 16-byte packs (0 threads: the shape is outside the rule's range).
 inline void one_wave_shape(int64_t D, int packs, int& vpt, int& tx) {
-  vpt = (packs + kMaxRowThreads - 1) / kMaxRowThreads;
+  vpt = (packs + 255) / 256;
   tx = ADALN_ONE_WAVE && D >= 1024 && D <= 2048 && vpt <= 2 ? round_up_32((packs + vpt - 1) / vpt) : 0;
 }
 

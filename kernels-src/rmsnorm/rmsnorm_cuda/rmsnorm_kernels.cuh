@@ -36,6 +36,13 @@
 #ifndef RMSNORM_W_IN_REGS_MAX
 #define RMSNORM_W_IN_REGS_MAX 4  // hold the weight in registers up to this VPT
 #endif
+// The same bound for float32 rows, on its own: at 4 vectors the weight held in registers
+// takes rows_reg<float, 4> from 47 to 56 registers (four blocks of 256 per multiprocessor
+// instead of five) where torch.compile streams these rows at full occupancy (NOTES.md,
+// "float32's streaming rows"). An experiment; default: RMSNORM_W_IN_REGS_MAX (shipped).
+#ifndef RMSNORM_F32_W_IN_REGS_MAX
+#define RMSNORM_F32_W_IN_REGS_MAX RMSNORM_W_IN_REGS_MAX
+#endif
 // Cache policy of x loads: 1 streaming (.cs, evict-first), 0 the read-only path.
 // 0 since issue 19 (H200: 262144x128 36.1 -> 34.0 us, decode batches ~0.1 us
 // faster, the rest level; NOTES.md, version 4).
@@ -276,29 +283,6 @@ __device__ __forceinline__ Vec16<T> load_plain(const T* p) {
   v.u = *reinterpret_cast<const uint4*>(p);
   return v;
 }
-// rows_loop's two passes over a row with L2 policies, the way torch.compile's looped
-// reduction reads a float32 row of 4096 (2026-12-03 call 2: inductor_probe.py --dtype
-// float32; NOTES.md "float32's streaming rows"): the first pass keeps the row's lines
-// (evict_last), the second reads them back and lets them go (evict_first). An experiment:
-// 1 those policies, 0 (shipped) the read-only path, then plain loads.
-#ifndef RMSNORM_LOOP_POLICY
-#define RMSNORM_LOOP_POLICY 0
-#endif
-template <typename T, bool KEEP>
-__device__ __forceinline__ Vec16<T> load_policy(const T* p) {
-  Vec16<T> v;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint64_t pol;
-  if constexpr (KEEP) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
-  else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
-               : "=r"(v.u.x), "=r"(v.u.y), "=r"(v.u.z), "=r"(v.u.w)
-               : "l"(p), "l"(pol));
-#else
-  v.u = *reinterpret_cast<const uint4*>(p);
-#endif
-  return v;
-}
 template <typename T>
 __device__ __forceinline__ void store_out(T* p, const Vec16<T>& v) {
 #if RMSNORM_STORE_CS == 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -396,7 +380,7 @@ template <typename T, int VPT, bool FUSED, typename I = int64_t, bool LOOP = tru
 __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
-  constexpr bool W_IN_REGS = VPT <= RMSNORM_W_IN_REGS_MAX;
+  constexpr bool W_IN_REGS = VPT <= (sizeof(T) == 4 ? RMSNORM_F32_W_IN_REGS_MAX : RMSNORM_W_IN_REGS_MAX);
   __shared__ float red[64];
   const int TX = blockDim.x, tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
   const int nvec = p.hidden / N;
@@ -723,11 +707,11 @@ __global__ void __launch_bounds__(1024) rows_loop(Params<T> p) {
     for (int c = tx; c < nacc; c += TX) {
       if constexpr (VEC) {
         float f[N];
-        V a = RMSNORM_LOOP_POLICY ? load_policy<T, !FUSED>(xr + (int64_t)c * N) : load_stream(xr + (int64_t)c * N);
+        V a = load_stream(xr + (int64_t)c * N);
         if constexpr (FUSED) {
           float g[N];
           unpack(a, f);
-          unpack(RMSNORM_LOOP_POLICY ? load_policy<T, false>(rr + (int64_t)c * N) : load_stream(rr + (int64_t)c * N), g);
+          unpack(load_stream(rr + (int64_t)c * N), g);
 #pragma unroll
           for (int j = 0; j < N; ++j) f[j] += g[j];
           a = pack<T>(f);
@@ -755,7 +739,7 @@ __global__ void __launch_bounds__(1024) rows_loop(Params<T> p) {
     for (int c = tx; c < nacc; c += TX) {
       if constexpr (VEC) {
         float f[N], g[N];
-        unpack(RMSNORM_LOOP_POLICY ? load_policy<T, false>(src + (int64_t)c * N) : load_plain(src + (int64_t)c * N), f);
+        unpack(load_plain(src + (int64_t)c * N), f);
         unpack(load_ro(p.weight + (int64_t)c * N), g);
 #pragma unroll
         for (int j = 0; j < N; ++j) f[j] = f[j] * inv * g[j];
