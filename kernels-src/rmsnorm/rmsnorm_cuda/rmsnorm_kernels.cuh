@@ -36,13 +36,6 @@
 #ifndef RMSNORM_W_IN_REGS_MAX
 #define RMSNORM_W_IN_REGS_MAX 4  // hold the weight in registers up to this VPT
 #endif
-// The same bound for float32 rows, on its own: at 4 vectors the weight held in registers
-// takes rows_reg<float, 4> from 47 to 56 registers (four blocks of 256 per multiprocessor
-// instead of five) where torch.compile streams these rows at full occupancy (NOTES.md,
-// "float32's streaming rows"). An experiment; default: RMSNORM_W_IN_REGS_MAX (shipped).
-#ifndef RMSNORM_F32_W_IN_REGS_MAX
-#define RMSNORM_F32_W_IN_REGS_MAX RMSNORM_W_IN_REGS_MAX
-#endif
 // Cache policy of x loads: 1 streaming (.cs, evict-first), 0 the read-only path.
 // 0 since issue 19 (H200: 262144x128 36.1 -> 34.0 us, decode batches ~0.1 us
 // faster, the rest level; NOTES.md, version 4).
@@ -380,7 +373,7 @@ template <typename T, int VPT, bool FUSED, typename I = int64_t, bool LOOP = tru
 __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
-  constexpr bool W_IN_REGS = VPT <= (sizeof(T) == 4 ? RMSNORM_F32_W_IN_REGS_MAX : RMSNORM_W_IN_REGS_MAX);
+  constexpr bool W_IN_REGS = VPT <= RMSNORM_W_IN_REGS_MAX;
   __shared__ float red[64];
   const int TX = blockDim.x, tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
   const int nvec = p.hidden / N;
