@@ -11,17 +11,13 @@ that moves a launch the records were measured with fails here, on a CPU-only mac
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from nvcc_support import NVCC, host_rule
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER_DIR = REPO / "kernels-src" / "adaln" / "adaln_cuda"
-CUDA_BIN = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"
-NVCC = str(CUDA_BIN / "nvcc") if (CUDA_BIN / "nvcc").exists() else shutil.which("nvcc")
 
 PROGRAM = r"""
 #include "adaln_kernels.cuh"
@@ -42,23 +38,9 @@ int main() {
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(NVCC is None, reason="needs nvcc ($CUDA_HOME/bin/nvcc)")]
 
 
-def compile_rule(work: Path, *flags: str):
-    (work / "rule.cu").write_text(PROGRAM)
-    proc = subprocess.run([NVCC, "-std=c++17", "-x", "cu", "-arch=sm_90", *flags, f"-I{HEADER_DIR}",
-                           str(work / "rule.cu"), "-o", str(work / "rule")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-    def run(shapes: list[tuple[int, int, int]]) -> list[tuple[int, ...]]:
-        text = "".join(f"{r} {d} {e}\n" for r, d, e in shapes)
-        out = subprocess.run([str(work / "rule")], input=text, capture_output=True, text=True, check=True).stdout
-        return [tuple(int(v) for v in line.split()) for line in out.splitlines()]
-
-    return run
-
-
 @pytest.fixture(scope="module")
 def choose(tmp_path_factory):
-    return compile_rule(tmp_path_factory.mktemp("rule"))
+    return host_rule(tmp_path_factory.mktemp("rule"), PROGRAM, HEADER_DIR)
 
 
 # (rows, D, bytes per element) -> (kind, packs per thread, threads per row, rows per block).
@@ -93,5 +75,5 @@ def test_one_wave_grid_is_one_block_per_row(choose):
 
 def test_knob_off_restores_the_group_rule(tmp_path):
     # ADALN_ONE_WAVE=0 is the launch of the records before it.
-    run = compile_rule(tmp_path, "-DADALN_ONE_WAVE=0")
+    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DADALN_ONE_WAVE=0")
     assert [c[:4] for c in run([(384, 2048, 2), (512, 1152, 2)])] == [(0, 4, 64, 2), (0, 6, 32, 4)]

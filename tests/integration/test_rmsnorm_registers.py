@@ -12,18 +12,16 @@ differently, so the test runs with that version only.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from nvcc_support import CUDA_BIN, NVCC
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = REPO / "kernels-src" / "rmsnorm" / "rmsnorm_cuda" / "rmsnorm_kernels.cuh"
-CUDA_BIN = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"
-NVCC = str(CUDA_BIN / "nvcc") if (CUDA_BIN / "nvcc").exists() else shutil.which("nvcc")
 MEASURED_WITH = "release 13.0"
 
 # Spills that are known, by kernel (demangled, parameters dropped): bytes of spill stores.

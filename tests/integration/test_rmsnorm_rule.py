@@ -10,17 +10,13 @@ launch the records were measured with fails here, on a CPU-only machine.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from nvcc_support import NVCC, host_rule
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER_DIR = REPO / "kernels-src" / "rmsnorm" / "rmsnorm_cuda"
-CUDA_BIN = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"
-NVCC = str(CUDA_BIN / "nvcc") if (CUDA_BIN / "nvcc").exists() else shutil.which("nvcc")
 
 PROGRAM = r"""
 #include "rmsnorm_kernels.cuh"
@@ -44,18 +40,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(NVCC is None, reason="needs n
 
 @pytest.fixture(scope="module")
 def choose(tmp_path_factory):
-    work = tmp_path_factory.mktemp("rule")
-    (work / "rule.cu").write_text(PROGRAM)
-    proc = subprocess.run([NVCC, "-std=c++17", "-x", "cu", "-arch=sm_90", f"-I{HEADER_DIR}", str(work / "rule.cu"),
-                           "-o", str(work / "rule")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-    def run(shapes: list[tuple[int, int, int, bool]]) -> list[tuple[int, int, int, int]]:
-        text = "".join(f"{r} {h} {e} {int(f)}\n" for r, h, e, f in shapes)
-        out = subprocess.run([str(work / "rule")], input=text, capture_output=True, text=True, check=True).stdout
-        return [tuple(int(v) for v in line.split()) for line in out.splitlines()]
-
-    return run
+    return host_rule(tmp_path_factory.mktemp("rule"), PROGRAM, HEADER_DIR)
 
 
 # (rows, hidden, bytes per element, fused) -> rows_one or not, at the H200's occupancy.
@@ -98,11 +83,5 @@ def test_rows_one_launch_shape(choose):
 
 def test_knob_off_restores_rows_reg(tmp_path):
     # RMSNORM_DECODE_ONE=0 is the launch of the records before it (rows_reg at two vectors per thread).
-    (tmp_path / "rule.cu").write_text(PROGRAM)
-    proc = subprocess.run([NVCC, "-std=c++17", "-x", "cu", "-arch=sm_90", "-DRMSNORM_DECODE_ONE=0", f"-I{HEADER_DIR}",
-                           str(tmp_path / "rule.cu"), "-o", str(tmp_path / "rule")],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = subprocess.run([str(tmp_path / "rule")], input="64 4096 2 1\n1 8192 2 0\n", capture_output=True, text=True,
-                         check=True).stdout.split("\n")
-    assert [tuple(int(v) for v in line.split())[:3] for line in out if line] == [(0, 2, 256), (0, 2, 512)]
+    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_DECODE_ONE=0")
+    assert [c[:3] for c in run([(64, 4096, 2, 1), (1, 8192, 2, 0)])] == [(0, 2, 256), (0, 2, 512)]
