@@ -30,6 +30,9 @@ from pipeline.smoke import load_variant  # noqa: E402
 SMALL = [f"6,{v},0,0,{r},0" for v, r in ((1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1))] + ["3,4,0,0,0,0", "0,0,0,0,0,0"]
 DECODE = ["0,0,0,0,0,0", "7,0,0,0,0,2", "7,0,0,0,0,4", "7,0,0,0,0,8"]
 WIDE = ["0,4,0,0,0,0", "0,8,0,0,0,0", "3,8,0,0,0,0", "3,16,0,0,0,0"]
+HEAD = [f"9,{v},0,0,{r},{t}" for v, r, t in ((1, 2, 256), (1, 4, 256), (1, 8, 256), (1, 2, 128), (1, 4, 128),
+                                                  (1, 8, 128), (1, 2, 64), (1, 4, 64), (1, 8, 64), (2, 2, 128),
+                                                  (2, 4, 64), (2, 1, 256))]
 
 # kernel -> (environment variable, {case name: [configurations]}); "" is the rule's choice.
 SWEEPS = {
@@ -148,6 +151,14 @@ SWEEPS = {
                      "2048x16384")},
         "fused_add_rms_norm/8192x4096": ["1,0,512,0,0,0", "1,0,1024,0,0,0"],
     }),
+    # Per-head rows (2026-12-02 fourth session, call 1): rows_head (kind 9: rows_small with the row's
+    # vectors and the block's threads compile-time, up to 8 rows per row group: torch.compile's
+    # per-head shape is 16 lanes x 8 rows on 64 threads) against rows_small's runtime form (kind 6)
+    # of the rule's shape and the rule; fields: 9, vectors per lane, -, -, rows per group, threads.
+    **{name: ("RMSNORM_CONFIG", {
+        f"rms_norm/{s}": ["6,1,0,0,2,0", *HEAD] for s in ("262144x128", "70000x128", "65536x128", "262144x64",
+                                                          "65536x64", "2048x128")})
+       for name in ("rmsnorm-head", "rmsnorm-head32")},
     "adaln-fp32": ("ADALN_CONFIG", {
         **{f"adaln/rms/{s}": ["8,64,1", "8,64,2", "8,64,4", "4,128,1", "4,128,2", "2,256,1"]
            for s in ("1x6144x2048", "2x16384x2048", "1x384x2048")},
@@ -180,7 +191,8 @@ SWEEPS = {
 # Sweep sets timed in another dtype than the cases' default (bfloat16).
 SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16h": "float16",
                 "adaln-one32": "float32", "adaln-one16h": "float16", "rmsnorm-one32": "float32",
-                "adaln-512": "float32", "rmsnorm-loop32": "float32"}
+                "adaln-512": "float32", "rmsnorm-loop32": "float32",
+                "rmsnorm-head32": "float32"}
 
 
 def project_of(sweep_set: str) -> str:

@@ -150,6 +150,20 @@
 #ifndef RMSNORM_DECODE_ONE
 #define RMSNORM_DECODE_ONE 1
 #endif
+// RMSNORM_HEAD: rows_small with the row length and the block size as compile-time constants
+// (kind 9, "rows_head": rows of 8, 16 or 32 vectors, per-head q/k norms: hidden 64 and 128),
+// up to 8 rows per row group, blocks of 64-256 threads: torch.compile's per-head kernel is one
+// row group of 16 lanes per row, 8 rows per group, 64 threads, half our instructions (NOTES.md,
+// "Version 8"). An experiment: 0 (shipped) leaves the rule's rows_small; tuning builds can force
+// kind 9 either way (scripts/gpu/sweep.py, set rmsnorm-head).
+#ifndef RMSNORM_HEAD
+#define RMSNORM_HEAD 0
+#endif
+#if defined(RMSNORM_TUNE_ENV) || RMSNORM_HEAD
+#define RMSNORM_HEAD_KERNELS 1
+#else
+#define RMSNORM_HEAD_KERNELS 0
+#endif
 #ifdef RMSNORM_MIN_BLOCKS
 #define RMSNORM_REG_BOUNDS __launch_bounds__(512, RMSNORM_MIN_BLOCKS)
 #else
@@ -755,7 +769,8 @@ namespace rmsnorm {
 // benchmarks/NOTES.md for the measurements behind each choice.
 struct Config {
   int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar, 3: rows_async,
-              // 6: rows_small, 7: rows_cluster, 8: rows_one (4, 5: the tuner's experimental kernels)
+              // 6: rows_small, 7: rows_cluster, 8: rows_one, 9: rows_head (rows_small with
+              // compile-time shapes; 4, 5: the tuner's experimental kernels)
   int vpt;    // rows_reg, rows_async, rows_small, rows_cluster: vectors per thread
   int tx;     // threads per row (rows_small: lanes per row; rows_cluster: threads per block)
   int ty;     // rows per block (rows_small: row groups per block)
@@ -764,6 +779,7 @@ struct Config {
   int rpt;    // rows_small: rows per row group per step
   int cs;     // rows_cluster: blocks per cluster (grid is cs x min(rows, 65535))
   int slice;  // rows_cluster: vectors of the row per block
+  int threads;  // rows_head: threads per block
 };
 
 // rows_async's staging buffer per block.
@@ -827,6 +843,25 @@ inline Config small_config(int64_t rows, int nvec, int force_vpt, int force_tx, 
   return c;
 }
 
+// rows_head (kind 9): rows of 8, 16 or 32 vectors, VPT x RPT <= 8 vectors per lane, blocks
+// of 64, 128 or 256 threads (0 / out of range: 1 vector, 2 rows, 256 threads: rows_small's
+// default shape for these rows).
+inline bool head_shape(int nvec) { return nvec == 8 || nvec == 16 || nvec == 32; }
+inline Config head_config(int64_t rows, int nvec, int vpt, int rpt, int threads) {
+  Config c{};
+  c.kind = 9;
+  const bool ok = (vpt == 1 && (rpt == 1 || rpt == 2 || rpt == 4 || rpt == 8)) ||
+                  (vpt == 2 && (rpt == 1 || rpt == 2 || rpt == 4));
+  c.vpt = ok ? vpt : 1;
+  c.rpt = ok ? rpt : 2;
+  c.threads = threads == 64 || threads == 128 || threads == 256 ? threads : 256;
+  c.tx = nvec / c.vpt;
+  c.ty = c.threads / c.tx;
+  const int64_t per_block = (int64_t)c.ty * c.rpt;
+  c.grid = (rows + per_block - 1) / per_block;
+  return c;
+}
+
 // rows_one by rule (RMSNORM_DECODE_ONE): 16-bit rows of 256-1024 vectors whose blocks (one per
 // row) all fit on the device at once, `resident` being how many do (one wave). H200, bf16, sweep
 // rmsnorm-one (2026-12-02 third session): ahead of rows_reg at 1-128 rows of 4096 (graph replay
@@ -880,6 +915,9 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
     const int cs = force_kind == 7 ? (force_cs ? force_cs : 4) : cluster_by_rule(rows, nvec, elem_size);
     if (cs > 0 && (nvec + cs - 1) / cs <= 1024) return cluster_config(rows, nvec, cs, force_kind == 7 ? force_vpt : 0);
   }
+  if (RMSNORM_HEAD_KERNELS && head_shape(nvec) && (force_kind == 9 || (force_kind < 0 && RMSNORM_HEAD && !fused)))
+    return head_config(rows, nvec, force_kind == 9 ? force_vpt : 0, force_kind == 9 ? force_rpt : 0,
+                       force_kind == 9 ? force_cs : 0);
   if (nvec > 0 && ((force_kind == 6 && nvec <= 128) || (force_kind < 0 && nvec <= 64))) {
     c = small_config(rows, nvec, force_kind == 6 ? force_vpt : 0, force_kind == 6 ? force_tx : 0,
                      force_kind == 6 ? force_rpt : 0);
@@ -1070,6 +1108,44 @@ inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_
   return cudaGetLastError();
 }
 
+#if RMSNORM_HEAD_KERNELS
+template <typename T, int NV, int VPT, int RPT, int THREADS>
+inline bool launch_head_as(const Params<T>& p, const Config& c, cudaStream_t stream) {
+  if (c.tx * c.vpt != NV || c.vpt != VPT || c.rpt != RPT || c.threads != THREADS) return false;
+  const dim3 grid((unsigned)c.grid);
+  rows_small<T, VPT, RPT, false, int32_t, false, NV, THREADS><<<grid, THREADS, 0, stream>>>(p, 0);
+  return true;
+}
+
+template <typename T, int NV, int VPT, int RPT>
+inline bool launch_head_threads(const Params<T>& p, const Config& c, cudaStream_t stream) {
+  return launch_head_as<T, NV, VPT, RPT, 64>(p, c, stream) || launch_head_as<T, NV, VPT, RPT, 128>(p, c, stream) ||
+         launch_head_as<T, NV, VPT, RPT, 256>(p, c, stream);
+}
+
+template <typename T, int NV>
+inline bool launch_head_nvec(const Params<T>& p, const Config& c, cudaStream_t stream) {
+  return launch_head_threads<T, NV, 1, 1>(p, c, stream) || launch_head_threads<T, NV, 1, 2>(p, c, stream) ||
+         launch_head_threads<T, NV, 1, 4>(p, c, stream) || launch_head_threads<T, NV, 1, 8>(p, c, stream) ||
+         launch_head_threads<T, NV, 2, 1>(p, c, stream) || launch_head_threads<T, NV, 2, 2>(p, c, stream) ||
+         launch_head_threads<T, NV, 2, 4>(p, c, stream);
+}
+
+// rows_head: the plain op, one step, 32-bit offsets; anything else (the fused op, offsets
+// past 2^31, a grid over 2^31 blocks) runs rows_small's default for the row.
+template <typename T, bool FUSED>
+inline cudaError_t launch_head(const Params<T>& p, const Config& c, cudaStream_t stream) {
+  if constexpr (!FUSED) {
+    if (offsets_fit_i32(p) && c.grid <= 0x7fffffff) {
+      const bool done = launch_head_nvec<T, 8>(p, c, stream) || launch_head_nvec<T, 16>(p, c, stream) ||
+                        launch_head_nvec<T, 32>(p, c, stream);
+      if (done) return cudaGetLastError();
+    }
+  }
+  return launch_small<T, FUSED>(p, small_config(p.rows, c.tx * c.vpt, 0, 0, 0), stream);
+}
+#endif
+
 template <typename T, bool FUSED>
 inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStream_t stream) {
   cudaLaunchConfig_t cfg = {};
@@ -1117,6 +1193,9 @@ inline bool reg_one_step(const Params<T>& p, dim3 grid, dim3 block, cudaStream_t
 template <typename T, bool FUSED>
 inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream, size_t smem = 0) {
   if (c.kind == 6) return launch_small<T, FUSED>(p, c, stream);
+#if RMSNORM_HEAD_KERNELS
+  if (c.kind == 9) return launch_head<T, FUSED>(p, c, stream);
+#endif
   if (c.kind == 7) return launch_cluster<T, FUSED>(p, c, stream);
   if (c.kind == 8) {  // one block per row: c.grid == rows
     const dim3 g1((unsigned)c.grid), b1((unsigned)c.tx);

@@ -18,20 +18,27 @@ namespace rmsnorm {
 
 // I, LOOP: as rows_reg's (int64_t offsets and a grid-stride loop by default;
 // int32_t and one step when the grid covers every row: launch_small).
-template <typename T, int VPT, int RPT, bool FUSED, typename I = int64_t, bool LOOP = true>
+// NVEC_S, THREADS_S: 0, or the row's vectors and the block's threads as
+// compile-time constants (rows_head below: no runtime lane arithmetic and no
+// per-vector bound, the shape of torch.compile's per-head kernel).
+template <typename T, int VPT, int RPT, bool FUSED, typename I = int64_t, bool LOOP = true, int NVEC_S = 0,
+          int THREADS_S = 0>
 __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
   using V = Vec16<T>;
   constexpr int N = V::N;
-  const int tpr = 1 << tpr_log2;
+  static_assert(NVEC_S == 0 || (NVEC_S % VPT == 0 && NVEC_S / VPT <= 32 && THREADS_S >= NVEC_S / VPT),
+                "rows_head: a row group of NVEC_S / VPT lanes inside one warp and one block");
+  const int tpr = NVEC_S ? NVEC_S / VPT : 1 << tpr_log2;
   const int lane = threadIdx.x & (tpr - 1);
-  const int group = threadIdx.x >> tpr_log2;
-  const int groups = blockDim.x >> tpr_log2;
-  const int nvec = p.hidden / N;
+  const int group = NVEC_S ? (int)threadIdx.x / tpr : (int)(threadIdx.x >> tpr_log2);
+  const int groups = NVEC_S ? THREADS_S / tpr : (int)(blockDim.x >> tpr_log2);
+  // With NVEC_S every c = i * tpr + lane of the loops below is < NVEC_S.
+  const int nvec = NVEC_S ? NVEC_S : p.hidden / N;
   V w[VPT];
 #pragma unroll
   for (int i = 0; i < VPT; ++i) {
     const int c = i * tpr + lane;
-    if (c < nvec) w[i] = load_ro(p.weight + (I)c * N);
+    if (NVEC_S != 0 || c < nvec) w[i] = load_ro(p.weight + (I)c * N);
   }
   const float inv_h = p.inv_hidden;
   const I per_block = (I)groups * RPT;
@@ -45,7 +52,7 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
-        if (row < (I)p.rows && c < nvec) a[r][i] = load_stream(p.x + row * (I)p.x_stride + (I)c * N);
+        if (row < (I)p.rows && (NVEC_S != 0 || c < nvec)) a[r][i] = load_stream(p.x + row * (I)p.x_stride + (I)c * N);
       }
     }
     if constexpr (FUSED) {
@@ -56,7 +63,7 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
         for (int i = 0; i < VPT; ++i) {
           const int c = i * tpr + lane;
-          if (row < (I)p.rows && c < nvec) b[r][i] = load_stream(p.residual + row * (I)p.res_stride + (I)c * N);
+          if (row < (I)p.rows && (NVEC_S != 0 || c < nvec)) b[r][i] = load_stream(p.residual + row * (I)p.res_stride + (I)c * N);
         }
       }
 #pragma unroll
@@ -65,7 +72,7 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
         for (int i = 0; i < VPT; ++i) {
           const int c = i * tpr + lane;
-          if (row < (I)p.rows && c < nvec) {
+          if (row < (I)p.rows && (NVEC_S != 0 || c < nvec)) {
             float f[N], g[N];
             unpack(a[r][i], f);
             unpack(b[r][i], g);
@@ -85,7 +92,7 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
-        if (row < (I)p.rows && c < nvec) {
+        if (row < (I)p.rows && (NVEC_S != 0 || c < nvec)) {
           float f[N];
           unpack(a[r][i], f);
           sq.add(f);
@@ -106,7 +113,7 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
-        if (row < (I)p.rows && c < nvec) {
+        if (row < (I)p.rows && (NVEC_S != 0 || c < nvec)) {
           float f[N], g[N];
           unpack(a[r][i], f);
           unpack(w[i], g);
