@@ -29,11 +29,12 @@ int main() {
   long rows; int hidden, elem, fused;
   while (std::scanf("%ld %d %d %d", &rows, &hidden, &elem, &fused) == 4) {
     auto c = rmsnorm::choose_config(rows, hidden, elem, true, resident, 0, 0, 0, 0, fused != 0, -1, 0, 0, true);
-    std::printf("%d %d %d %ld\n", c.kind, c.vpt, c.tx, (long)c.grid);
+    std::printf("%d %d %d %ld %d %d\n", c.kind, c.vpt, c.tx, (long)c.grid, c.rpt, c.threads);
   }
 }
 """
 ROWS_ONE = 8
+ROWS_SMALL, ROWS_HEAD = 6, 9
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(NVCC is None, reason="needs nvcc ($CUDA_HOME/bin/nvcc)")]
 
@@ -73,7 +74,7 @@ def test_rows_one_exactly_where_the_sweep_put_it(choose):
 
 def test_rows_one_launch_shape(choose):
     # One row per block (grid = rows), one 16-byte vector per thread, whole warps.
-    for (rows, hidden, elem, fused), (kind, vpt, tx, grid) in zip(
+    for (rows, hidden, elem, fused), (kind, vpt, tx, grid, *_) in zip(
             [(1, 4096, 2, False), (7, 2056, 2, True), (128, 3072, 2, False)],
             choose([(1, 4096, 2, False), (7, 2056, 2, True), (128, 3072, 2, False)])):
         nvec = hidden * elem // 16
@@ -85,3 +86,48 @@ def test_knob_off_restores_rows_reg(tmp_path):
     # RMSNORM_DECODE_ONE=0 is the launch of the records before it (rows_reg at two vectors per thread).
     run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_DECODE_ONE=0")
     assert [c[:3] for c in run([(64, 4096, 2, 1), (1, 8192, 2, 0)])] == [(0, 2, 256), (0, 2, 512)]
+
+
+# Per-head rows (sweeps rmsnorm-head and rmsnorm-head32, 2026-12-02 fourth session, call 1):
+# (rows, hidden, bytes per element, fused) -> (kind, vectors per lane, rows per group, threads).
+DEEP, WIDE_GRID, SMALL = (ROWS_HEAD, 2, 4, 64), (ROWS_HEAD, 1, 2, 128), (ROWS_SMALL, 1, 2, 0)
+HEAD_DECIDED = {
+    (65536, 128, 2, False): DEEP,        # 16 MiB of 16-vector rows: 11.90 -> 11.36 us
+    (70000, 128, 2, False): DEEP,
+    (262144, 128, 2, False): WIDE_GRID,  # 64 MiB: the deep shape level at best (33.79 against 33.76)
+    (262144, 64, 2, False): WIDE_GRID,   # 8-vector rows never take the deep shape (65536x64: 8.21 against 8.00)
+    (65536, 64, 2, False): WIDE_GRID,
+    (65536, 128, 4, False): DEEP,        # float32, 32 vectors: 18.69 -> 18.37
+    (70000, 128, 4, False): DEEP,        # 35.8 MB
+    (81920, 128, 4, False): DEEP,        # exactly 40 MiB
+    (81921, 128, 4, False): WIDE_GRID,
+    (262144, 128, 4, False): WIDE_GRID,  # 128 MiB: deep 65.92, this 64.62
+    (65536, 64, 4, False): DEEP,
+    (262144, 64, 4, False): WIDE_GRID,
+    (32768, 128, 2, False): DEEP,        # the lower bound
+    (32767, 128, 2, False): SMALL,       # below it rows_small as before (2048x128: kind 9 level or slower)
+    (2048, 128, 2, False): SMALL,
+    (65536, 128, 2, True): SMALL,        # the fused op was not swept: unchanged
+    (65536, 256, 2, False): (ROWS_SMALL, 1, 2, 0),  # 32 vectors of 16-bit rows: hidden 256 not swept
+}
+
+
+def test_rows_head_exactly_where_the_sweep_put_it(choose):
+    shapes = list(HEAD_DECIDED)
+    got = {s: (c[0], c[1], c[4], c[5] if c[0] == ROWS_HEAD else 0) for s, c in zip(shapes, choose(shapes))}
+    assert got == HEAD_DECIDED
+
+
+def test_rows_head_grid_covers_every_row(choose):
+    # 16 lanes x 4 rows on 64 threads: 32 rows of 16 vectors per block; 8 lanes of 128: 32 rows of 8.
+    shapes = [(70000, 128, 2, False), (262144, 64, 2, False), (70000, 128, 4, False)]
+    for (rows, hidden, elem, _), (kind, vpt, tx, grid, rpt, threads) in zip(shapes, choose(shapes)):
+        nvec = hidden * elem // 16
+        per_block = threads // tx * rpt
+        assert kind == ROWS_HEAD and tx * vpt == nvec
+        assert grid == -(-rows // per_block)
+
+
+def test_head_knob_off_restores_rows_small(tmp_path):
+    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_HEAD=0")
+    assert [c[0] for c in run([(65536, 128, 2, 0), (262144, 128, 4, 0)])] == [ROWS_SMALL, ROWS_SMALL]

@@ -29,7 +29,9 @@ QWEN3_TOKENS = (128, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 DECODE_TOKENS = (1, 8, 32, 64)
 LTX_TOKENS = (1024, 4096, 8192, 16384)
 # Per-head norms: rows = tokens x heads (Qwen3-8B: 32 q heads, 8 k heads).
-PER_HEAD = ((2048 * 32, 128), (70000, 128), (8192 * 32, 128), (2048 * 32, 64), (8192 * 32, 64), (64 * 32, 128))
+# 512 tokens of q heads, 4096 tokens of k heads and of q heads: the bounds of rows_head's rule.
+PER_HEAD = ((2048 * 32, 128), (70000, 128), (8192 * 32, 128), (2048 * 32, 64), (8192 * 32, 64), (64 * 32, 128),
+            (512 * 32, 128), (4096 * 8, 128), (4096 * 32, 128))
 # (group, rows, hidden): larger models' hidden sizes, prefill and decode.
 WIDE = (
     ("Qwen3-32B", 8192, 5120),

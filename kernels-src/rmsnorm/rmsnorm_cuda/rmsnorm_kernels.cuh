@@ -17,7 +17,8 @@
 //    ~32 registers, 16 of them per multiprocessor, all rows of a small batch
 //    in flight in one wave.
 //  * rows_small (rmsnorm_split.cuh): rows of at most 64 vectors, several rows
-//    per warp (per-head q/k norms).
+//    per warp (per-head q/k norms); rows_head is its form with the row's
+//    vectors and the block's threads compile-time (batches from 32768 rows).
 //  * rows_cluster (rmsnorm_split.cuh, sm_90): a row split over a cluster of
 //    blocks (decode batches of long rows; rows over 2048 vectors).
 //  * rows_loop: any hidden size and any alignment. VW elements per access (16
@@ -150,14 +151,15 @@
 #ifndef RMSNORM_DECODE_ONE
 #define RMSNORM_DECODE_ONE 1
 #endif
-// RMSNORM_HEAD: rows_small with the row length and the block size as compile-time constants
-// (kind 9, "rows_head": rows of 8, 16 or 32 vectors, per-head q/k norms: hidden 64 and 128),
-// up to 8 rows per row group, blocks of 64-256 threads: torch.compile's per-head kernel is one
-// row group of 16 lanes per row, 8 rows per group, 64 threads, half our instructions (NOTES.md,
-// "Version 8"). An experiment: 0 (shipped) leaves the rule's rows_small; tuning builds can force
-// kind 9 either way (scripts/gpu/sweep.py, set rmsnorm-head).
+// RMSNORM_HEAD: per-head rows (8, 16 or 32 vectors: hidden 64 and 128, Qwen3's q/k norms) of
+// the plain op in batches from 32768 rows launched as rows_head (kind 9: rows_small with the
+// row's vectors and the block's threads compile-time; head_by_rule below) instead of rows_small's
+// runtime form. 1 (shipped) since the 2026-12-02 fourth session (sweep rmsnorm-head, H200: bf16
+// 65536x128 11.90 -> 11.36 us, 262144x128 34.19 -> 33.76; float32 262144x128 66.30 -> 64.62;
+// NOTES.md "Version 9"). 0: rows_small everywhere, as recorded before. Tuning builds compile
+// every kind-9 shape (scripts/gpu/sweep.py forces them); shipped builds the rule's two.
 #ifndef RMSNORM_HEAD
-#define RMSNORM_HEAD 0
+#define RMSNORM_HEAD 1
 #endif
 #if defined(RMSNORM_TUNE_ENV) || RMSNORM_HEAD
 #define RMSNORM_HEAD_KERNELS 1
@@ -862,6 +864,25 @@ inline Config head_config(int64_t rows, int nvec, int vpt, int rpt, int threads)
   return c;
 }
 
+// rows_head by rule (RMSNORM_HEAD): the plain op's per-head rows (hidden 64, 128) from 32768 rows (below it, at
+// 2048x128, every kind-9 shape was level with or slower than rows_small under graph replay).
+// Rows of 16 or 32 vectors whose input is at most 40 MiB: two vectors per lane, four rows per
+// row group, 64-thread blocks (8 vectors in flight per lane; torch.compile's per-head shape);
+// otherwise one vector, two rows, 128 threads. H200, sweep rmsnorm-head(32) (2026-12-02 fourth
+// session, call 1), µs, rule before -> after: bf16 65536x128 11.90 -> 11.36, 70000x128 12.38 ->
+// 11.97, 262144x128 34.19 -> 33.76, 262144x64 18.88 -> 18.78, 65536x64 8.00 -> 7.94; float32
+// 65536x128 18.69 -> 18.37, 262144x128 66.30 -> 64.62, 65536x64 11.68 -> 11.17, 262144x64 33.74 ->
+// 33.17. The deep shape lost where the input was 64-128 MiB (float32 262144x128: 65.92) and at
+// 8-vector rows (bf16 65536x64: 8.21); the 40 MiB bound lies between the measured 36 and 64 MiB.
+// Head widths 64 and 128 only, as measured (16-bit rows of 256 are 32 vectors too: not swept).
+inline bool head_by_rule(int64_t rows, int hidden, int nvec, bool fused) {
+  return RMSNORM_HEAD && !fused && (hidden == 64 || hidden == 128) && head_shape(nvec) && rows >= 32768;
+}
+inline Config head_rule_config(int64_t rows, int nvec) {
+  const bool deep = nvec >= 16 && rows * (int64_t)nvec * 16 <= (int64_t(40) << 20);
+  return deep ? head_config(rows, nvec, 2, 4, 64) : head_config(rows, nvec, 1, 2, 128);
+}
+
 // rows_one by rule (RMSNORM_DECODE_ONE): 16-bit rows of 256-1024 vectors whose blocks (one per
 // row) all fit on the device at once, `resident` being how many do (one wave). H200, bf16, sweep
 // rmsnorm-one (2026-12-02 third session): ahead of rows_reg at 1-128 rows of 4096 (graph replay
@@ -915,9 +936,9 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
     const int cs = force_kind == 7 ? (force_cs ? force_cs : 4) : cluster_by_rule(rows, nvec, elem_size);
     if (cs > 0 && (nvec + cs - 1) / cs <= 1024) return cluster_config(rows, nvec, cs, force_kind == 7 ? force_vpt : 0);
   }
-  if (RMSNORM_HEAD_KERNELS && head_shape(nvec) && (force_kind == 9 || (force_kind < 0 && RMSNORM_HEAD && !fused)))
-    return head_config(rows, nvec, force_kind == 9 ? force_vpt : 0, force_kind == 9 ? force_rpt : 0,
-                       force_kind == 9 ? force_cs : 0);
+  if (RMSNORM_HEAD_KERNELS && force_kind == 9 && head_shape(nvec))
+    return head_config(rows, nvec, force_vpt, force_rpt, force_cs);
+  if (RMSNORM_HEAD_KERNELS && force_kind < 0 && head_by_rule(rows, hidden, nvec, fused)) return head_rule_config(rows, nvec);
   if (nvec > 0 && ((force_kind == 6 && nvec <= 128) || (force_kind < 0 && nvec <= 64))) {
     c = small_config(rows, nvec, force_kind == 6 ? force_vpt : 0, force_kind == 6 ? force_tx : 0,
                      force_kind == 6 ? force_rpt : 0);
@@ -1123,12 +1144,19 @@ inline bool launch_head_threads(const Params<T>& p, const Config& c, cudaStream_
          launch_head_as<T, NV, VPT, RPT, 256>(p, c, stream);
 }
 
+// Tuning builds: every shape head_config accepts; shipped builds: the rule's two (head_rule_config).
 template <typename T, int NV>
 inline bool launch_head_nvec(const Params<T>& p, const Config& c, cudaStream_t stream) {
+#ifdef RMSNORM_TUNE_ENV
   return launch_head_threads<T, NV, 1, 1>(p, c, stream) || launch_head_threads<T, NV, 1, 2>(p, c, stream) ||
          launch_head_threads<T, NV, 1, 4>(p, c, stream) || launch_head_threads<T, NV, 1, 8>(p, c, stream) ||
          launch_head_threads<T, NV, 2, 1>(p, c, stream) || launch_head_threads<T, NV, 2, 2>(p, c, stream) ||
          launch_head_threads<T, NV, 2, 4>(p, c, stream);
+#else
+  if (launch_head_as<T, NV, 1, 2, 128>(p, c, stream)) return true;
+  if constexpr (NV >= 16) return launch_head_as<T, NV, 2, 4, 64>(p, c, stream);
+  return false;
+#endif
 }
 
 // rows_head: the plain op, one step, 32-bit offsets; anything else (the fused op, offsets

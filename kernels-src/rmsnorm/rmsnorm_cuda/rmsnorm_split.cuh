@@ -19,8 +19,8 @@ namespace rmsnorm {
 // I, LOOP: as rows_reg's (int64_t offsets and a grid-stride loop by default;
 // int32_t and one step when the grid covers every row: launch_small).
 // NVEC_S, THREADS_S: 0, or the row's vectors and the block's threads as
-// compile-time constants (rows_head below: no runtime lane arithmetic and no
-// per-vector bound, the shape of torch.compile's per-head kernel).
+// compile-time constants (rows_head, kind 9: launch_head in rmsnorm_kernels.cuh; no runtime
+// lane arithmetic and no per-vector bound).
 template <typename T, int VPT, int RPT, bool FUSED, typename I = int64_t, bool LOOP = true, int NVEC_S = 0,
           int THREADS_S = 0>
 __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {

@@ -123,6 +123,11 @@ LAYOUTS = [
     ((4097, 64), "contiguous", 1e-6, ()),
     ((9, 256), "row-strided", 1e-6, ()),
     ((70001, 128), "contiguous", 1e-6, (), ("cuda",)),
+    # rows_head (per-head rows of the plain op from 32768 rows): both of the rule's shapes in every
+    # dtype, a last block with idle row groups, a row stride
+    ((33333, 64), "contiguous", 1e-6, (), ("cuda",)),
+    ((40000, 128), "row-strided", 1e-6, (), ("cuda",)),
+    ((2, 90001, 128), "contiguous", 1e-6, (), ("cuda",)),
     # rows_cluster (sm_90): decode batches of long rows, rows over 2048 vectors
     ((1, 8192), "contiguous", 1e-6, ()),
     ((64, 8192), "contiguous", 1e-6, ()),
