@@ -34,14 +34,14 @@ KNOWN_SPILLS = {
     "rmsnorm::rows_reg<float, 8, false, long, true>": 24,
     # rows_small with 8 vectors in flight per lane, fused, and at 4 vectors one step in bf16:
     # shapes only the tuner forces (small_config gives at most 2 vectors at the rule's rows)
-    "rmsnorm::rows_small<__half, 4, 2, true, long, true>": 12,
-    "rmsnorm::rows_small<__nv_bfloat16, 4, 2, true, long, true>": 8,
-    "rmsnorm::rows_small<float, 2, 4, true, long, true>": 8,
+    "rmsnorm::rows_small<__half, 4, 2, true, long, true, 0, 0>": 12,
+    "rmsnorm::rows_small<__nv_bfloat16, 4, 2, true, long, true, 0, 0>": 8,
+    "rmsnorm::rows_small<float, 2, 4, true, long, true, 0, 0>": 8,
 }
 # What RMSNORM_BF16_BITCVT=0 (bf16 unpacked by __bfloat162float) spills beyond the ledger.
 SPILLS_WITHOUT_BITCVT = {
-    "rmsnorm::rows_small<__nv_bfloat16, 4, 2, true, long, true>": 12,
-    "rmsnorm::rows_small<__nv_bfloat16, 4, 1, false, int, false>": 2,
+    "rmsnorm::rows_small<__nv_bfloat16, 4, 2, true, long, true, 0, 0>": 12,
+    "rmsnorm::rows_small<__nv_bfloat16, 4, 1, false, int, false, 0, 0>": 2,
 }
 BF16_ONE_STEP_4 = "rmsnorm::rows_reg<__nv_bfloat16, 4, false, int, false>"
 

@@ -88,25 +88,32 @@ def test_knob_off_restores_rows_reg(tmp_path):
     assert [c[:3] for c in run([(64, 4096, 2, 1), (1, 8192, 2, 0)])] == [(0, 2, 256), (0, 2, 512)]
 
 
-# Per-head rows (sweeps rmsnorm-head and rmsnorm-head32, 2026-12-02 fourth session, call 1):
+# Per-head rows (sweeps rmsnorm-head and rmsnorm-head32, 2026-12-02 fourth session, calls 1 and 3):
 # (rows, hidden, bytes per element, fused) -> (kind, vectors per lane, rows per group, threads).
 DEEP, WIDE_GRID, SMALL = (ROWS_HEAD, 2, 4, 64), (ROWS_HEAD, 1, 2, 128), (ROWS_SMALL, 1, 2, 0)
 HEAD_DECIDED = {
     (65536, 128, 2, False): DEEP,        # 16 MiB of 16-vector rows: 11.90 -> 11.36 us
     (70000, 128, 2, False): DEEP,
+    (131072, 128, 2, False): DEEP,       # 32 MiB: 18.69 against 18.78
+    (163840, 128, 2, False): DEEP,       # exactly 40 MiB
+    (163841, 128, 2, False): WIDE_GRID,
     (262144, 128, 2, False): WIDE_GRID,  # 64 MiB: the deep shape level at best (33.79 against 33.76)
+    (65535, 128, 2, False): WIDE_GRID,   # below 65536 rows the deep shape lost (32768x128: 8.11 against 7.87)
+    (32768, 128, 2, False): WIDE_GRID,
+    (16384, 128, 2, False): WIDE_GRID,   # the lower bound: 6.56 -> 6.34
+    (16383, 128, 2, False): SMALL,       # below it rows_small as before (2048x128: kind 9 level or slower)
+    (2048, 128, 2, False): SMALL,
     (262144, 64, 2, False): WIDE_GRID,   # 8-vector rows never take the deep shape (65536x64: 8.21 against 8.00)
     (65536, 64, 2, False): WIDE_GRID,
     (65536, 128, 4, False): DEEP,        # float32, 32 vectors: 18.69 -> 18.37
     (70000, 128, 4, False): DEEP,        # 35.8 MB
     (81920, 128, 4, False): DEEP,        # exactly 40 MiB
     (81921, 128, 4, False): WIDE_GRID,
+    (131072, 128, 4, False): WIDE_GRID,  # 64 MiB: 33.50 against the deep shape's 33.47
     (262144, 128, 4, False): WIDE_GRID,  # 128 MiB: deep 65.92, this 64.62
+    (16384, 128, 4, False): WIDE_GRID,   # 8.16 -> 7.81
     (65536, 64, 4, False): DEEP,
     (262144, 64, 4, False): WIDE_GRID,
-    (32768, 128, 2, False): DEEP,        # the lower bound
-    (32767, 128, 2, False): SMALL,       # below it rows_small as before (2048x128: kind 9 level or slower)
-    (2048, 128, 2, False): SMALL,
     (65536, 128, 2, True): SMALL,        # the fused op was not swept: unchanged
     (65536, 256, 2, False): (ROWS_SMALL, 1, 2, 0),  # 32 vectors of 16-bit rows: hidden 256 not swept
 }

@@ -18,7 +18,7 @@
 //    in flight in one wave.
 //  * rows_small (rmsnorm_split.cuh): rows of at most 64 vectors, several rows
 //    per warp (per-head q/k norms); rows_head is its form with the row's
-//    vectors and the block's threads compile-time (batches from 32768 rows).
+//    vectors and the block's threads compile-time (batches from 16384 rows).
 //  * rows_cluster (rmsnorm_split.cuh, sm_90): a row split over a cluster of
 //    blocks (decode batches of long rows; rows over 2048 vectors).
 //  * rows_loop: any hidden size and any alignment. VW elements per access (16
@@ -152,9 +152,9 @@
 #define RMSNORM_DECODE_ONE 1
 #endif
 // RMSNORM_HEAD: per-head rows (8, 16 or 32 vectors: hidden 64 and 128, Qwen3's q/k norms) of
-// the plain op in batches from 32768 rows launched as rows_head (kind 9: rows_small with the
+// the plain op in batches from 16384 rows launched as rows_head (kind 9: rows_small with the
 // row's vectors and the block's threads compile-time; head_by_rule below) instead of rows_small's
-// runtime form. 1 (shipped) since the 2026-12-02 fourth session (sweep rmsnorm-head, H200: bf16
+// runtime form. 1 (shipped) since the 2026-12-02 fourth session (sweeps rmsnorm-head(32), H200: bf16
 // 65536x128 11.90 -> 11.36 us, 262144x128 34.19 -> 33.76; float32 262144x128 66.30 -> 64.62;
 // NOTES.md "Version 9"). 0: rows_small everywhere, as recorded before. Tuning builds compile
 // every kind-9 shape (scripts/gpu/sweep.py forces them); shipped builds the rule's two.
@@ -864,22 +864,24 @@ inline Config head_config(int64_t rows, int nvec, int vpt, int rpt, int threads)
   return c;
 }
 
-// rows_head by rule (RMSNORM_HEAD): the plain op's per-head rows (hidden 64, 128) from 32768 rows (below it, at
-// 2048x128, every kind-9 shape was level with or slower than rows_small under graph replay).
-// Rows of 16 or 32 vectors whose input is at most 40 MiB: two vectors per lane, four rows per
-// row group, 64-thread blocks (8 vectors in flight per lane; torch.compile's per-head shape);
-// otherwise one vector, two rows, 128 threads. H200, sweep rmsnorm-head(32) (2026-12-02 fourth
-// session, call 1), µs, rule before -> after: bf16 65536x128 11.90 -> 11.36, 70000x128 12.38 ->
-// 11.97, 262144x128 34.19 -> 33.76, 262144x64 18.88 -> 18.78, 65536x64 8.00 -> 7.94; float32
-// 65536x128 18.69 -> 18.37, 262144x128 66.30 -> 64.62, 65536x64 11.68 -> 11.17, 262144x64 33.74 ->
-// 33.17. The deep shape lost where the input was 64-128 MiB (float32 262144x128: 65.92) and at
+// rows_head by rule (RMSNORM_HEAD): the plain op's per-head rows (hidden 64, 128) from 16384 rows
+// (at 2048x128 every kind-9 shape was level with rows_small or slower under graph replay). From
+// 65536 rows of 16 or 32 vectors whose input is at most 40 MiB: two vectors per lane, four rows
+// per row group, 64-thread blocks (8 vectors in flight per lane; torch.compile's per-head shape);
+// otherwise one vector, two rows, 128 threads. H200, sweeps rmsnorm-head(32) (2026-12-02 fourth
+// session, calls 1 and 3), µs, rows_small -> the rule's shape: bf16 16384x128 6.56 -> 6.34,
+// 32768x128 8.06 -> 7.87, 65536x128 11.90 -> 11.36, 70000x128 12.38 -> 11.97, 131072x128 18.85 ->
+// 18.69, 262144x128 34.19 -> 33.76, 65536x64 8.00 -> 7.94, 262144x64 18.88 -> 18.78; float32
+// 16384x128 8.16 -> 7.81, 65536x128 18.69 -> 18.37, 262144x128 66.30 -> 64.62, 65536x64 11.68 ->
+// 11.17, 262144x64 33.74 -> 33.17. The deep shape lost below 65536 rows (bf16 32768x128: 8.11
+// against 7.87), where the input was 64-128 MiB (float32 262144x128: 65.92 against 64.62) and at
 // 8-vector rows (bf16 65536x64: 8.21); the 40 MiB bound lies between the measured 36 and 64 MiB.
 // Head widths 64 and 128 only, as measured (16-bit rows of 256 are 32 vectors too: not swept).
 inline bool head_by_rule(int64_t rows, int hidden, int nvec, bool fused) {
-  return RMSNORM_HEAD && !fused && (hidden == 64 || hidden == 128) && head_shape(nvec) && rows >= 32768;
+  return RMSNORM_HEAD && !fused && (hidden == 64 || hidden == 128) && head_shape(nvec) && rows >= 16384;
 }
 inline Config head_rule_config(int64_t rows, int nvec) {
-  const bool deep = nvec >= 16 && rows * (int64_t)nvec * 16 <= (int64_t(40) << 20);
+  const bool deep = nvec >= 16 && rows >= 65536 && rows * (int64_t)nvec * 16 <= (int64_t(40) << 20);
   return deep ? head_config(rows, nvec, 2, 4, 64) : head_config(rows, nvec, 1, 2, 128);
 }
 

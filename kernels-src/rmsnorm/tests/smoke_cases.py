@@ -123,10 +123,13 @@ LAYOUTS = [
     ((4097, 64), "contiguous", 1e-6, ()),
     ((9, 256), "row-strided", 1e-6, ()),
     ((70001, 128), "contiguous", 1e-6, (), ("cuda",)),
-    # rows_head (per-head rows of the plain op from 32768 rows): both of the rule's shapes in every
-    # dtype, a last block with idle row groups, a row stride
+    # rows_head (per-head rows of the plain op from 16384 rows): both of the rule's shapes in every
+    # dtype (70001x128 above: the deep one at 16 and 32 vectors), last blocks with idle row
+    # groups, row strides
     ((33333, 64), "contiguous", 1e-6, (), ("cuda",)),
+    ((70001, 64), "contiguous", 1e-6, (), ("cuda",)),
     ((40000, 128), "row-strided", 1e-6, (), ("cuda",)),
+    ((66000, 128), "row-strided", 1e-6, (), ("cuda",)),
     ((2, 90001, 128), "contiguous", 1e-6, (), ("cuda",)),
     # rows_cluster (sm_90): decode batches of long rows, rows over 2048 vectors
     ((1, 8192), "contiguous", 1e-6, ()),
