@@ -75,3 +75,20 @@ def test_variants_sets_the_steps_run_all_runs(tmp_path):
     assert "for name in a-x b-y;" in smokes and "--seeds 2" in smokes
     assert 'base="$RES/a-h200.json" x="$RES/a-x-h200.json"' in benches
     assert "--dtype float32" in benches and 'base="$RES/b-h200-float32.json" y="$RES/b-y-h200-float32.json"' in benches
+
+
+def test_sweep_pick_takes_the_fastest_configuration_timed_everywhere(tmp_path):
+    spec = importlib.util.spec_from_file_location("gpu_sweep_pick", GPU / "sweep_pick.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = [
+        {"case": "a", "config": "rule", "us": 10.0}, {"case": "b", "config": "rule", "us": 20.0},
+        {"case": "a", "config": "9,1", "us": 9.0}, {"case": "b", "config": "9,1", "us": 21.0},   # 0.975
+        {"case": "a", "config": "9,2", "us": 9.5}, {"case": "b", "config": "9,2", "us": 19.0},   # 0.95
+        {"case": "a", "config": "9,3", "us": 5.0},                                                # not timed at b
+        {"case": "a", "config": "9,4", "us": 1.0}, {"case": "b", "config": "9,4", "error": "x"},  # wrong at b
+        {"case": "a", "config": "6,1", "us": 1.0}, {"case": "b", "config": "6,1", "us": 1.0},    # other prefix
+    ]
+    best, mean = module.pick(rows, "9,")
+    assert best == "9,2" and abs(mean - 0.95) < 1e-9
+    assert module.pick(rows, "7,") is None
