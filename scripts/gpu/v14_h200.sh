@@ -10,6 +10,7 @@
 # Prediction: the 8-rows-per-group shapes 1-3 % faster than the rule at 262144x128 and 65536x128
 # (34.35 -> ~33.4 us in bf16, level with torch.compile); the static twin of the rule's shape
 # (9,1,0,0,2,256) level with it (same SASS length: 208 instructions).
+# (As run, RMSNORM_HEAD defaulted to 0; rows_head ships by rule since call 4, v16_h200.sh.)
 # ~350 s. Device tool: carry [".whl"], command `bash scripts/gpu/v14_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
