@@ -151,10 +151,11 @@ SWEEPS = {
                      "2048x16384")},
         "fused_add_rms_norm/8192x4096": ["1,0,512,0,0,0", "1,0,1024,0,0,0"],
     }),
-    # Per-head rows (2026-12-02 fourth session, call 1; call 2 with the rule's bounds' cases): rows_head (kind 9: rows_small with the row's
-    # vectors and the block's threads compile-time, up to 8 rows per row group: torch.compile's
-    # per-head shape is 16 lanes x 8 rows on 64 threads) against rows_small's runtime form (kind 6)
-    # of the rule's shape and the rule; fields: 9, vectors per lane, -, -, rows per group, threads.
+    # Per-head rows (2026-12-02 fourth session, call 1; call 3 with the cases at the rule's bounds):
+    # rows_head (kind 9: rows_small with the row's vectors and the block's threads compile-time, up
+    # to 8 rows per row group; torch.compile's per-head shape is 16 lanes x 8 rows on 64 threads)
+    # against rows_small's runtime form (kind 6) of its default shape and the rule; fields: 9,
+    # vectors per lane, -, -, rows per group, threads.
     **{name: ("RMSNORM_CONFIG", {
         f"rms_norm/{s}": ["6,1,0,0,2,0", *HEAD] for s in ("262144x128", "70000x128", "65536x128", "262144x64",
                                                           "65536x64", "2048x128", "16384x128", "32768x128",

@@ -29,7 +29,7 @@ int main() {
   long rows; int hidden, elem, fused;
   while (std::scanf("%ld %d %d %d", &rows, &hidden, &elem, &fused) == 4) {
     auto c = rmsnorm::choose_config(rows, hidden, elem, true, resident, 0, 0, 0, 0, fused != 0, -1, 0, 0, true);
-    std::printf("%d %d %d %ld %d %d\n", c.kind, c.vpt, c.tx, (long)c.grid, c.rpt, c.threads);
+    std::printf("%d %d %d %ld %d %d\n", c.kind, c.vpt, c.tx, (long)c.grid, c.rpt, c.tx * c.ty);
   }
 }
 """

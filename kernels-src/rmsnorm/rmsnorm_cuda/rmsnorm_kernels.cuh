@@ -781,7 +781,6 @@ struct Config {
   int rpt;    // rows_small: rows per row group per step
   int cs;     // rows_cluster: blocks per cluster (grid is cs x min(rows, 65535))
   int slice;  // rows_cluster: vectors of the row per block
-  int threads;  // rows_head: threads per block
 };
 
 // rows_async's staging buffer per block.
@@ -856,9 +855,8 @@ inline Config head_config(int64_t rows, int nvec, int vpt, int rpt, int threads)
                   (vpt == 2 && (rpt == 1 || rpt == 2 || rpt == 4));
   c.vpt = ok ? vpt : 1;
   c.rpt = ok ? rpt : 2;
-  c.threads = threads == 64 || threads == 128 || threads == 256 ? threads : 256;
-  c.tx = nvec / c.vpt;
-  c.ty = c.threads / c.tx;
+  c.tx = nvec / c.vpt;  // lanes per row
+  c.ty = (threads == 64 || threads == 128 || threads == 256 ? threads : 256) / c.tx;  // row groups per block
   const int64_t per_block = (int64_t)c.ty * c.rpt;
   c.grid = (rows + per_block - 1) / per_block;
   return c;
@@ -1134,7 +1132,7 @@ inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_
 #if RMSNORM_HEAD_KERNELS
 template <typename T, int NV, int VPT, int RPT, int THREADS>
 inline bool launch_head_as(const Params<T>& p, const Config& c, cudaStream_t stream) {
-  if (c.tx * c.vpt != NV || c.vpt != VPT || c.rpt != RPT || c.threads != THREADS) return false;
+  if (c.tx * c.vpt != NV || c.vpt != VPT || c.rpt != RPT || c.tx * c.ty != THREADS) return false;
   const dim3 grid((unsigned)c.grid);
   rows_small<T, VPT, RPT, false, int32_t, false, NV, THREADS><<<grid, THREADS, 0, stream>>>(p, 0);
   return true;
