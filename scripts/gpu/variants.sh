@@ -1,7 +1,7 @@
 # Sourced by the device scripts that try a compile-time knob beside the shipped build in one call
 # (v5_explore_h200.sh, v6_explore_h200.sh):
 #   source scripts/gpu/variants.sh
-#   variants KERNEL:NAME:TAG:DTYPE:FLAG ...
+#   variants KERNEL:NAME:TAG:DTYPE:FLAG ...   (FLAG: one flag, or several comma-separated)
 # starts each variant's build (variant_build.sh: a copy of kernels-src/KERNEL with FLAG in its
 # cuda-flags, /tmp/build-NAME) in the background and sets, for run_all_h200.sh:
 #   VARIANT_SMOKES   (its EXTRA): smoke every variant with 2 seeds, all at once, before any timing;
@@ -13,7 +13,8 @@ variants() {
   VARIANT_BENCHES=""
   for v in "$@"; do
     IFS=: read -r k name tag dt flag <<< "$v"
-    bash scripts/gpu/variant_build.sh "$k" "$name" "$flag" &
+    # shellcheck disable=SC2086  # FLAG may be several flags, comma-separated: one word each
+    bash scripts/gpu/variant_build.sh "$k" "$name" ${flag//,/ } &
     names+=" $name"
     rec="h200"; [ "$dt" = bfloat16 ] || rec="h200-$dt"
     VARIANT_BENCHES+="python3 -m pipeline bench /tmp/build-$name --kernel kernels-src/$k --reps 100 --dtype $dt \

@@ -123,6 +123,9 @@ LAYOUTS = [
     ("bhsd", (2, 4, 300, 128), (False, True), "", ()),
     ("bhsd1", (2, 3, 200, 128), (False, True), "", ()),
     ("perhead", (2, 70, 3, 64), (True, False), "", ()),
+    # Five heads of one table row on the grid's y blocks: a last group of heads short of
+    # the kernel's heads per thread (rope.cu's ROPE_HEADS 2 and 4).
+    ("bhsd", (2, 5, 260, 128), (False, True), "", ()),
     # Table rows wrapping: past R (1 + 2 * 40 rows of 50) and a last partial slab.
     ("raw", (2 * 40 * 3 + 17, 128, 50, 40, 3), (False, True), "", ()),
     ("raw", (1000, 64, 300, 1000, 1), (True,), "", ()),
@@ -158,7 +161,7 @@ def smoke_cases() -> list[dict]:
     # In place: rotate_half's one-thread-per-pair launch (rope.cu) at slab and flat sizes,
     # and a head width whose halves are not whole 16-byte packs (the scalar path).
     for dtype in (torch.bfloat16, torch.float32):
-        for dims in ((2, 4, 300, 128), (8, 32, 1, 128), (2, 4, 9, 128), (1, 2, 5, 36)):
+        for dims in ((2, 4, 300, 128), (2, 5, 260, 128), (8, 32, 1, 128), (2, 4, 9, 128), (1, 2, 5, 36)):
             for interleaved in (False, True):
                 cases.append(_inplace_case(dtype, "bhsd", dims, interleaved))
     return cases
