@@ -35,18 +35,6 @@ inline bool is_aligned16(const void* p) { return reinterpret_cast<std::uintptr_t
 
 namespace rope_cuda {
 
-// One 16-byte pack at p, kept packed; unpack_float widens it.
-template <typename T>
-__device__ __forceinline__ Pack16<T> load_pack(const T* p) {
-  return *reinterpret_cast<const Pack16<T>*>(p);
-}
-
-template <typename T>
-__device__ __forceinline__ void unpack_float(const Pack16<T>& pk, float (&dst)[Pack16<T>::N]) {
-#pragma unroll
-  for (int k = 0; k < Pack16<T>::N; ++k) dst[k] = to_float(pk.v[k]);
-}
-
 // N consecutive values of type T (N a multiple of T's pack width), read with
 // 16-byte loads and widened to float.
 template <int N, typename T>

@@ -42,16 +42,6 @@
 #ifndef ROPE_DECODE_THREADS
 #define ROPE_DECODE_THREADS 256
 #endif
-// Heads per thread in a slab launch whose heads (the op's mid) sit on the grid's y
-// blocks (q [B, H, S, D] against a table [B, 1, S, D]): every head of a position reads
-// the same table row, which a thread then loads once for ROPE_HEADS heads instead of
-// each head's block reading it again from L2 (at Qwen3 q 1x32xSx128 in bf16 the table
-// reads are twice x's bytes). 1: one head per thread (shipped); 2 or 4: an
-// experiment (NOTES.md, "Table reuse over heads").
-#ifndef ROPE_HEADS
-#define ROPE_HEADS 1
-#endif
-static_assert(ROPE_HEADS == 1 || ROPE_HEADS == 2 || ROPE_HEADS == 4, "ROPE_HEADS: 1, 2 or 4");
 
 namespace {
 
@@ -59,10 +49,8 @@ using rope_cuda::Pack16;
 using rope_cuda::from_float;
 using rope_cuda::is_aligned16;
 using rope_cuda::load_float;
-using rope_cuda::load_pack;
 using rope_cuda::store_float;
 using rope_cuda::to_float;
-using rope_cuda::unpack_float;
 
 struct Shape {
   int64_t rows, C, D, R, inner, mid;
@@ -165,25 +153,9 @@ enum class Pairing { kInterleaved, kSplit, kPair };
 // FORM: where the slab's y_is_mid and wrap come from: kFormRuntime the Slab
 // (the shipped launches); kFormDecode / kFormPlain compile-time (y_is_mid and
 // no wrap / neither), for ROPE_SLAB_STATIC's experiment (NOTES.md, version 4 plan).
-// HEADS: where the heads sit on the grid's y blocks (not y_is_mid), each thread
-// rotates HEADS consecutive heads m of one table row, the row loaded once; every
-// head's x is loaded before any head is stored (out may alias x: in place), so
-// the loads of all HEADS heads are in flight together.
 constexpr int kFormRuntime = 0, kFormDecode = 1, kFormPlain = 2;
-// Blocks of 256 a multiprocessor must hold at HEADS > 1 (ROPE_HEADS_MIN_BLOCKS; 0: no
-// cap, as the single-head kernels): the register cap that keeps several heads' loads
-// per thread from costing the resident threads that hide their latency.
-// 1: each head's x loaded in its own turn, after the previous head's store (the registers
-// of one head); 0: every head's x loaded before any is rotated (HEADS heads' loads in flight).
-#ifndef ROPE_HEADS_SEQ
-#define ROPE_HEADS_SEQ 0
-#endif
-#ifndef ROPE_HEADS_MIN_BLOCKS
-#define ROPE_HEADS_MIN_BLOCKS 0
-#endif
-constexpr int slab_min_blocks(int heads) { return heads == 1 ? 0 : ROPE_HEADS_MIN_BLOCKS; }
-template <typename T, typename TC, Pairing P, typename I, int FORM = kFormRuntime, int HEADS = 1>
-__global__ void __launch_bounds__(256, slab_min_blocks(HEADS)) rope_slab_kernel(T* out, const T* x, const TC* __restrict__ cos,
+template <typename T, typename TC, Pairing P, typename I, int FORM = kFormRuntime>
+__global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, const TC* __restrict__ cos,
                                                         const TC* __restrict__ sin, Slab s) {
   constexpr int N = Pack16<T>::N;
   const bool y_is_mid = FORM == kFormRuntime ? s.y_is_mid : FORM == kFormDecode;
@@ -202,7 +174,7 @@ __global__ void __launch_bounds__(256, slab_min_blocks(HEADS)) rope_slab_kernel(
       i = q / static_cast<unsigned>(s.G);
       g = q - i * static_cast<unsigned>(s.G);
     }
-    m = static_cast<I>(blockIdx.y) * HEADS;
+    m = blockIdx.y;
   }
   const I t = (static_cast<I>(blockIdx.z) * static_cast<I>(s.mid) + m) * static_cast<I>(s.inner) + static_cast<I>(i);
   if (t >= static_cast<I>(s.rows)) return;
@@ -215,136 +187,25 @@ __global__ void __launch_bounds__(256, slab_min_blocks(HEADS)) rope_slab_kernel(
   const TC* sh = sin + trow * static_cast<I>(s.D);
   const int half = static_cast<int>(s.D / 2);
   const int units = P == Pairing::kPair ? half / N : static_cast<int>(s.D) / N;
-  // Heads m + h of this launch: one more head is `step` elements on (inner rows of
-  // C); it exists while m + h < mid and its row t + h * inner < rows.
-  const I step = static_cast<I>(s.inner) * static_cast<I>(s.C);
-  int heads = 1;
-  if constexpr (HEADS > 1) {
-    if (!y_is_mid) {
-      const I left_mid = static_cast<I>(s.mid) - m;
-      const I left_rows = (static_cast<I>(s.rows) - t + static_cast<I>(s.inner) - 1) / static_cast<I>(s.inner);
-      const I left = left_mid < left_rows ? left_mid : left_rows;
-      heads = left < HEADS ? static_cast<int>(left) : HEADS;
-    }
-  }
-  if constexpr (HEADS == 1) {
-    for (int k = threadIdx.x; k < units; k += blockDim.x) {
-      const int j = k * N;
-      if constexpr (P == Pairing::kInterleaved) {
-        rotate_interleaved<N>(oh + j, xh + j, ch + j, sh + j);
-      } else if constexpr (P == Pairing::kSplit) {
-        // out[j] = x[j] cos[j] - x[j + D/2] sin[j] in the first half,
-        // x[j] cos[j] + x[j - D/2] sin[j] in the second.
-        const bool first = j < half;
-        float xv[N], pv[N], cv[N], sv[N], ov[N];
-        load_float<N>(xh + j, xv);
-        load_float<N>(xh + (first ? j + half : j - half), pv);
-        load_float<N>(ch + j, cv);
-        load_float<N>(sh + j, sv);
-        const float sign = first ? -1.f : 1.f;
-#pragma unroll
-        for (int e = 0; e < N; ++e) ov[e] = xv[e] * cv[e] + sign * pv[e] * sv[e];
-        store_float<N>(oh + j, ov);
-      } else {
-        rotate_half_pair<N>(oh + j, xh + j, ch + j, sh + j, half);
-      }
-    }
-    return;
-  }
   for (int k = threadIdx.x; k < units; k += blockDim.x) {
     const int j = k * N;
-    // x stays packed (16 bytes, 4 registers) until its head's turn: HEADS heads'
-    // loads in flight for 4 registers each instead of N.
     if constexpr (P == Pairing::kInterleaved) {
-      float cv[N], sv[N];
-      Pack16<T> xv[HEADS];
-      if constexpr (!ROPE_HEADS_SEQ) {
-#pragma unroll
-        for (int h = 0; h < HEADS; ++h)
-          if (h < heads) xv[h] = load_pack(xh + h * step + j);
-      }
-      load_float<N>(ch + j, cv);
-      load_float<N>(sh + j, sv);
-#pragma unroll
-      for (int h = 0; h < HEADS; ++h) {
-        if (h >= heads) break;
-        if constexpr (ROPE_HEADS_SEQ) xv[h] = load_pack(xh + h * step + j);
-        float xf[N], ov[N];
-        unpack_float(xv[h], xf);
-#pragma unroll
-        for (int e = 0; e < N; e += 2) {
-          ov[e] = xf[e] * cv[e] - xf[e + 1] * sv[e];
-          ov[e + 1] = xf[e + 1] * cv[e + 1] + xf[e] * sv[e + 1];
-        }
-        store_float<N>(oh + h * step + j, ov);
-      }
+      rotate_interleaved<N>(oh + j, xh + j, ch + j, sh + j);
     } else if constexpr (P == Pairing::kSplit) {
       // out[j] = x[j] cos[j] - x[j + D/2] sin[j] in the first half,
       // x[j] cos[j] + x[j - D/2] sin[j] in the second.
       const bool first = j < half;
-      const int partner = first ? j + half : j - half;
-      float cv[N], sv[N];
-      Pack16<T> xv[HEADS], pv[HEADS];
-      if constexpr (!ROPE_HEADS_SEQ) {
-#pragma unroll
-        for (int h = 0; h < HEADS; ++h) {
-          if (h < heads) {
-            xv[h] = load_pack(xh + h * step + j);
-            pv[h] = load_pack(xh + h * step + partner);
-          }
-        }
-      }
+      float xv[N], pv[N], cv[N], sv[N], ov[N];
+      load_float<N>(xh + j, xv);
+      load_float<N>(xh + (first ? j + half : j - half), pv);
       load_float<N>(ch + j, cv);
       load_float<N>(sh + j, sv);
       const float sign = first ? -1.f : 1.f;
 #pragma unroll
-      for (int h = 0; h < HEADS; ++h) {
-        if (h >= heads) break;
-        if constexpr (ROPE_HEADS_SEQ) {
-          xv[h] = load_pack(xh + h * step + j);
-          pv[h] = load_pack(xh + h * step + partner);
-        }
-        float xf[N], pf[N], ov[N];
-        unpack_float(xv[h], xf);
-        unpack_float(pv[h], pf);
-#pragma unroll
-        for (int e = 0; e < N; ++e) ov[e] = xf[e] * cv[e] + sign * pf[e] * sv[e];
-        store_float<N>(oh + h * step + j, ov);
-      }
+      for (int e = 0; e < N; ++e) ov[e] = xv[e] * cv[e] + sign * pv[e] * sv[e];
+      store_float<N>(oh + j, ov);
     } else {
-      float c1[N], c2[N], s1[N], s2[N];
-      Pack16<T> x1[HEADS], x2[HEADS];
-      if constexpr (!ROPE_HEADS_SEQ) {
-#pragma unroll
-        for (int h = 0; h < HEADS; ++h) {
-          if (h < heads) {
-            x1[h] = load_pack(xh + h * step + j);
-            x2[h] = load_pack(xh + h * step + j + half);
-          }
-        }
-      }
-      load_float<N>(ch + j, c1);
-      load_float<N>(ch + j + half, c2);
-      load_float<N>(sh + j, s1);
-      load_float<N>(sh + j + half, s2);
-#pragma unroll
-      for (int h = 0; h < HEADS; ++h) {
-        if (h >= heads) break;
-        if constexpr (ROPE_HEADS_SEQ) {
-          x1[h] = load_pack(xh + h * step + j);
-          x2[h] = load_pack(xh + h * step + j + half);
-        }
-        float a[N], b[N], o1[N], o2[N];
-        unpack_float(x1[h], a);
-        unpack_float(x2[h], b);
-#pragma unroll
-        for (int e = 0; e < N; ++e) {
-          o1[e] = a[e] * c1[e] - b[e] * s1[e];
-          o2[e] = b[e] * c2[e] + a[e] * s2[e];
-        }
-        store_float<N>(oh + h * step + j, o1);
-        store_float<N>(oh + h * step + j + half, o2);
-      }
+      rotate_half_pair<N>(oh + j, xh + j, ch + j, sh + j, half);
     }
   }
 }
@@ -377,9 +238,8 @@ __global__ void rope_scalar_kernel(T* out, const T* x, const TC* __restrict__ co
 
 // The slab form of a launch (rope_slab_kernel), or false where the flat
 // kernel is the one to run: slabs too small to fill a block of head-rows, and
-// grids past CUDA's y/z limits. `heads`: the heads each thread rotates
-// (rope_slab_kernel's HEADS), ROPE_HEADS where the heads sit on the grid's y blocks.
-inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid, dim3& block, int& heads) {
+// grids past CUDA's y/z limits.
+inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid, dim3& block) {
   constexpr int64_t kMaxYZ = 65535;
   const int64_t G = s.C / s.D;
   int64_t inner = s.inner, mid = s.mid, outer = 1, o_stride = s.inner;
@@ -401,41 +261,33 @@ inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid
   const int tx = units_per_head < threads ? units_per_head : threads;
   const int ty = threads / tx;
   const int64_t ys = y_is_mid ? mid : inner * G;
-  heads = y_is_mid || mid < 2 ? 1 : ROPE_HEADS;
-  const int64_t gy = y_is_mid ? 1 : (mid + heads - 1) / heads;
-  if (outer > kMaxYZ || gy > kMaxYZ || ys >= (int64_t(1) << 31) - 256) return false;
+  if (outer > kMaxYZ || (!y_is_mid && mid > kMaxYZ) || ys >= (int64_t(1) << 31) - 256) return false;
   if (ys < ty && !y_is_mid) return false;
   slab = Slab{s.rows, s.C, s.D, s.R, inner, mid, o_stride, static_cast<int>(G), wrap, y_is_mid};
-  grid = dim3(static_cast<unsigned>((ys + ty - 1) / ty), static_cast<unsigned>(gy), static_cast<unsigned>(outer));
+  grid = dim3(static_cast<unsigned>((ys + ty - 1) / ty), static_cast<unsigned>(y_is_mid ? 1 : mid),
+              static_cast<unsigned>(outer));
   block = dim3(static_cast<unsigned>(tx), static_cast<unsigned>(ty));
   return true;
 }
 
-template <typename T, typename TC, typename I, int FORM = kFormRuntime, int HEADS = 1>
-void launch_slab(Pairing pairing, int heads, dim3 grid, dim3 block, cudaStream_t stream, T* out, const T* x,
-                 const TC* cos, const TC* sin, const Slab& slab) {
-  if constexpr (HEADS == 1 && ROPE_HEADS > 1) {
-    if (heads > 1) {
-      launch_slab<T, TC, I, FORM, ROPE_HEADS>(pairing, heads, grid, block, stream, out, x, cos, sin, slab);
-      return;
-    }
-  }
+template <typename T, typename TC, typename I, int FORM = kFormRuntime>
+void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T* out, const T* x, const TC* cos,
+                 const TC* sin, const Slab& slab) {
 #if ROPE_SLAB_STATIC
   if constexpr (FORM == kFormRuntime) {
     if (!slab.wrap) {
-      // A decode step's heads are its block's y threads: one head per thread.
-      if (slab.y_is_mid) launch_slab<T, TC, I, kFormDecode, 1>(pairing, 1, grid, block, stream, out, x, cos, sin, slab);
-      else launch_slab<T, TC, I, kFormPlain, HEADS>(pairing, heads, grid, block, stream, out, x, cos, sin, slab);
+      if (slab.y_is_mid) launch_slab<T, TC, I, kFormDecode>(pairing, grid, block, stream, out, x, cos, sin, slab);
+      else launch_slab<T, TC, I, kFormPlain>(pairing, grid, block, stream, out, x, cos, sin, slab);
       return;
     }
   }
 #endif
   if (pairing == Pairing::kInterleaved)
-    rope_slab_kernel<T, TC, Pairing::kInterleaved, I, FORM, HEADS><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kInterleaved, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
   else if (pairing == Pairing::kSplit)
-    rope_slab_kernel<T, TC, Pairing::kSplit, I, FORM, HEADS><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kSplit, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
   else
-    rope_slab_kernel<T, TC, Pairing::kPair, I, FORM, HEADS><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kPair, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
 }
 
 template <typename T, typename TC>
@@ -460,12 +312,11 @@ void launch(T* out, const T* x, const TC* cos, const TC* sin, const Shape& s, bo
   const bool in_place = static_cast<const void*>(out) == static_cast<const void*>(x);
   const Pairing pairing = interleaved ? Pairing::kInterleaved : (in_place ? Pairing::kPair : Pairing::kSplit);
   const int units_per_head = static_cast<int>(pairing == Pairing::kPair ? s.D / (2 * N) : s.D / N);
-  int heads = 1;
-  if (vec && plan_slab(s, units_per_head, slab, sgrid, sblock, heads)) {
+  if (vec && plan_slab(s, units_per_head, slab, sgrid, sblock)) {
     // Every offset below 2^31 (x: rows * C plus a block's reach; tables: R * D).
     const bool idx32 = s.rows * s.C < (int64_t(1) << 31) - 4096 && s.R * s.D < (int64_t(1) << 31) - 4096;
-    if (idx32) launch_slab<T, TC, int32_t>(pairing, heads, sgrid, sblock, stream, out, x, cos, sin, slab);
-    else launch_slab<T, TC, int64_t>(pairing, heads, sgrid, sblock, stream, out, x, cos, sin, slab);
+    if (idx32) launch_slab<T, TC, int32_t>(pairing, sgrid, sblock, stream, out, x, cos, sin, slab);
+    else launch_slab<T, TC, int64_t>(pairing, sgrid, sblock, stream, out, x, cos, sin, slab);
   } else if (vec) {
     if (interleaved) rope_vec_kernel<T, TC, true><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
     else rope_vec_kernel<T, TC, false><<<grid, kThreads, 0, stream>>>(out, x, cos, sin, s);
