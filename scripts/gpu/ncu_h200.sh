@@ -9,13 +9,14 @@ RES=${RES:-/tmp/results}
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 [ -n "$NCU" ] || { echo "ncu: not on this machine"; exit 0; }
 "$NCU" --version | tail -n 1
-probe() {  # name, kernel, then the cases
+probe() {  # name, kernel, then the cases (NCU_ARGS: more ncu flags, e.g. --cache-control none)
   local name=$1 kernel=$2; shift 2
-  timeout 150 "$NCU" --profile-from-start off --set full --csv --page details \
+  # shellcheck disable=SC2086  # NCU_ARGS: flags, one per word
+  timeout 150 "$NCU" --profile-from-start off --set full ${NCU_ARGS:-} --csv --page details \
     python3 scripts/gpu/ncu_probe.py "$kernel" "/tmp/build-$kernel" "$@" > "$RES/ncu-$name.csv" 2> "$RES/ncu-$name.log"
   echo "ncu $name rc=$? ($(wc -l < "$RES/ncu-$name.csv") lines)"; grep -E "ERR|rror" "$RES/ncu-$name.log" | head -n 3
 }
-WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln fp32
+WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln fp32 adaln-fp32 rope-hot
 case " $WHAT " in *" rmsnorm "*)
   probe rmsnorm rmsnorm rms_norm/8x4096 rms_norm/128x4096 rms_norm/65536x128 rms_norm/8192x7168 rms_norm/4096x8192 ;; esac
 case " $WHAT " in *" rope "*)
@@ -29,6 +30,14 @@ case " $WHAT " in *" adaln "*)
   probe adaln adaln adaln/layer/8x4096x1152 adaln/rms/1x384x2048 adaln/layer/2x256x1152 ;; esac
 case " $WHAT " in *" fp32 "*)  # 2026-12-03: float32's streaming rows, where torch.compile passes the copy
   probe fp32 rmsnorm rms_norm/32768x4096 rms_norm/8192x2048 --dtype float32 ;; esac
+case " $WHAT " in *" adaln-fp32 "*)  # 2026-12-02 fifth session: adaln's float32 RMS rows of 2048
+  probe adaln-fp32 adaln adaln/rms/2x16384x2048 adaln/rms/1x384x2048 --dtype float32 ;; esac
+case " $WHAT " in *" rope-hot "*)  # rope's decode with L2 left warm, as under graph replay; and its SASS stalls
+  NCU_ARGS="--cache-control none" probe rope-hot rope rope/qwen3/decode/8x32x1x128 rope/qwen3/decode/1x32x1x128
+  timeout 120 "$NCU" --profile-from-start off --set full --cache-control none --csv --page source --print-source sass \
+    python3 scripts/gpu/ncu_probe.py rope /tmp/build-rope rope/qwen3/decode/8x32x1x128 > "$RES/ncu-rope-sass.csv" \
+    2> "$RES/ncu-rope-sass.log"
+  echo "ncu rope sass rc=$? ($(wc -l < "$RES/ncu-rope-sass.csv") lines)" ;; esac
 case " $WHAT " in *" sass "*) ;; *) exit 0 ;; esac
 timeout 90 "$NCU" --profile-from-start off --set full --csv --page source --print-source sass \
   python3 scripts/gpu/ncu_probe.py rmsnorm /tmp/build-rmsnorm rms_norm/8x4096 > "$RES/ncu-rmsnorm-sass.csv" \
