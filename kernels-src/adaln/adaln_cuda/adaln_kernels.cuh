@@ -75,19 +75,8 @@ __device__ __forceinline__ void opaque(Pack16<T>& pk) {
 // The row's packs stay packed in registers (4 registers per pack whatever T
 // is) and are widened at each use: kept as floats, 8 packs of bf16 took 127
 // registers per thread (103 with packs the compiler still widened once).
-// ADALN_F32_REGS32 (an experiment, NOTES.md "float32 beside Triton"): float32 rows at four
-// packs per thread held to 32 registers (eight blocks of 256 resident: 100 % occupancy) where
-// they take 40 (75 % at 128 threads per block). 0: no cap (shipped).
-#ifndef ADALN_F32_REGS32
-#define ADALN_F32_REGS32 0
-#endif
-template <typename T, int VPT>
-constexpr int rows_min_blocks() {
-  return ADALN_F32_REGS32 && sizeof(T) == 4 && VPT == 4 ? 8 : 0;
-}
-
 template <typename T, typename TC, bool RMS, int VPT, bool EARLY>
-__global__ void __launch_bounds__(256, rows_min_blocks<T, VPT>()) adaln_rows(T* __restrict__ out, const T* __restrict__ x,
+__global__ void __launch_bounds__(256) adaln_rows(T* __restrict__ out, const T* __restrict__ x,
                                                   const TC* __restrict__ scale, const TC* __restrict__ shift,
                                                   Params p) {
   constexpr int N = Pack16<T>::N;
