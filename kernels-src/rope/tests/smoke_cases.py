@@ -123,8 +123,8 @@ LAYOUTS = [
     ("bhsd", (2, 4, 300, 128), (False, True), "", ()),
     ("bhsd1", (2, 3, 200, 128), (False, True), "", ()),
     ("perhead", (2, 70, 3, 64), (True, False), "", ()),
-    # Five heads of one table row on the grid's y blocks: a last group of heads short of
-    # the kernel's heads per thread (rope.cu's ROPE_HEADS 2 and 4).
+    # Five heads of one table row on the grid's y blocks: an odd count, which any launch that
+    # groups heads per thread must leave a short last group of (NOTES.md, "Table reuse over heads").
     ("bhsd", (2, 5, 260, 128), (False, True), "", ()),
     # Table rows wrapping: past R (1 + 2 * 40 rows of 50) and a last partial slab.
     ("raw", (2 * 40 * 3 + 17, 128, 50, 40, 3), (False, True), "", ()),
