@@ -42,6 +42,12 @@
 #ifndef ROPE_DECODE_THREADS
 #define ROPE_DECODE_THREADS 256
 #endif
+// A decode step's slab launch with head width 128 compiled in (an experiment, NOTES.md
+// "Decode with L2 left warm"): no run-time D/2, packs-per-head or loop bound before the
+// first load (instruction 53 of 160 in the shipped decode kernel). 0: D at run time (shipped).
+#ifndef ROPE_DECODE_D128
+#define ROPE_DECODE_D128 0
+#endif
 
 namespace {
 
@@ -154,7 +160,9 @@ enum class Pairing { kInterleaved, kSplit, kPair };
 // (the shipped launches); kFormDecode / kFormPlain compile-time (y_is_mid and
 // no wrap / neither), for ROPE_SLAB_STATIC's experiment (NOTES.md, version 4 plan).
 constexpr int kFormRuntime = 0, kFormDecode = 1, kFormPlain = 2;
-template <typename T, typename TC, Pairing P, typename I, int FORM = kFormRuntime>
+// DH: the head width compiled in (0: s.D), only where the block's x threads are exactly
+// one head's units (the host checks), so each thread takes one unit without a loop.
+template <typename T, typename TC, Pairing P, typename I, int FORM = kFormRuntime, int DH = 0>
 __global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, const TC* __restrict__ cos,
                                                         const TC* __restrict__ sin, Slab s) {
   constexpr int N = Pack16<T>::N;
@@ -180,14 +188,16 @@ __global__ void __launch_bounds__(256) rope_slab_kernel(T* out, const T* x, cons
   if (t >= static_cast<I>(s.rows)) return;
   I trow = static_cast<I>(blockIdx.z) * static_cast<I>(s.o_stride) + static_cast<I>(i);
   if (wrap) trow %= static_cast<I>(s.R);
-  const I head = t * static_cast<I>(s.C) + static_cast<I>(g) * static_cast<I>(s.D);
+  const I D = DH > 0 ? static_cast<I>(DH) : static_cast<I>(s.D);
+  const I head = t * static_cast<I>(s.C) + static_cast<I>(g) * D;
   const T* xh = x + head;
   T* oh = out + head;
-  const TC* ch = cos + trow * static_cast<I>(s.D);
-  const TC* sh = sin + trow * static_cast<I>(s.D);
-  const int half = static_cast<int>(s.D / 2);
-  const int units = P == Pairing::kPair ? half / N : static_cast<int>(s.D) / N;
-  for (int k = threadIdx.x; k < units; k += blockDim.x) {
+  const TC* ch = cos + trow * D;
+  const TC* sh = sin + trow * D;
+  const int half = DH > 0 ? DH / 2 : static_cast<int>(s.D / 2);
+  const int units = P == Pairing::kPair ? half / N : (DH > 0 ? DH : static_cast<int>(s.D)) / N;
+  for (int k = threadIdx.x; DH > 0 ? k == static_cast<int>(threadIdx.x) : k < units;
+       k += DH > 0 ? static_cast<unsigned>(units) : blockDim.x) {
     const int j = k * N;
     if constexpr (P == Pairing::kInterleaved) {
       rotate_interleaved<N>(oh + j, xh + j, ch + j, sh + j);
@@ -270,7 +280,7 @@ inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid
   return true;
 }
 
-template <typename T, typename TC, typename I, int FORM = kFormRuntime>
+template <typename T, typename TC, typename I, int FORM = kFormRuntime, int DH = 0>
 void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T* out, const T* x, const TC* cos,
                  const TC* sin, const Slab& slab) {
 #if ROPE_SLAB_STATIC
@@ -282,12 +292,23 @@ void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T*
     }
   }
 #endif
+#if ROPE_DECODE_D128
+  if constexpr (FORM == kFormDecode && DH == 0) {
+    // One head's units of width 128 exactly across the block's x threads (plan_slab's tx).
+    constexpr int N = Pack16<T>::N;
+    const unsigned units = pairing == Pairing::kPair ? 64 / N : 128 / N;
+    if (slab.D == 128 && block.x == units) {
+      launch_slab<T, TC, I, kFormDecode, 128>(pairing, grid, block, stream, out, x, cos, sin, slab);
+      return;
+    }
+  }
+#endif
   if (pairing == Pairing::kInterleaved)
-    rope_slab_kernel<T, TC, Pairing::kInterleaved, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kInterleaved, I, FORM, DH><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
   else if (pairing == Pairing::kSplit)
-    rope_slab_kernel<T, TC, Pairing::kSplit, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kSplit, I, FORM, DH><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
   else
-    rope_slab_kernel<T, TC, Pairing::kPair, I, FORM><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
+    rope_slab_kernel<T, TC, Pairing::kPair, I, FORM, DH><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
 }
 
 template <typename T, typename TC>
