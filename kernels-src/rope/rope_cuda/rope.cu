@@ -42,11 +42,13 @@
 #ifndef ROPE_DECODE_THREADS
 #define ROPE_DECODE_THREADS 256
 #endif
-// A decode step's slab launch with head width 128 compiled in (an experiment, NOTES.md
-// "Decode with L2 left warm"): no run-time D/2, packs-per-head or loop bound before the
-// first load (instruction 53 of 160 in the shipped decode kernel). 0: D at run time (shipped).
+// A decode step's slab launch with head width 128 compiled in: no run-time D/2,
+// packs-per-head or loop bound before the first load (instruction 42 of 152 instead of 53
+// of 160). 1: shipped since its H200 smoke and records (2026-12-02, fifth session, calls 5-6:
+// decode 0.23-0.29 us faster flushed, 0.08-0.10 under graph replay; NOTES.md "ROPE_DECODE_D128");
+// 0: D at run time for every head width.
 #ifndef ROPE_DECODE_D128
-#define ROPE_DECODE_D128 0
+#define ROPE_DECODE_D128 1
 #endif
 
 namespace {
