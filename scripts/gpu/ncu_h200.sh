@@ -16,6 +16,13 @@ probe() {  # name, kernel, then the cases (NCU_ARGS: more ncu flags, e.g. --cach
     python3 scripts/gpu/ncu_probe.py "$kernel" "/tmp/build-$kernel" "$@" > "$RES/ncu-$name.csv" 2> "$RES/ncu-$name.log"
   echo "ncu $name rc=$? ($(wc -l < "$RES/ncu-$name.csv") lines)"; grep -E "ERR|rror" "$RES/ncu-$name.log" | head -n 3
 }
+sass_probe() {  # name, kernel, one case: the SASS source page (stall reasons per instruction); NCU_ARGS as above
+  local name=$1 kernel=$2 case=$3
+  # shellcheck disable=SC2086  # NCU_ARGS: flags, one per word
+  timeout 120 "$NCU" --profile-from-start off --set full ${NCU_ARGS:-} --csv --page source --print-source sass \
+    python3 scripts/gpu/ncu_probe.py "$kernel" "/tmp/build-$kernel" "$case" > "$RES/ncu-$name.csv" 2> "$RES/ncu-$name.log"
+  echo "ncu $name rc=$? ($(wc -l < "$RES/ncu-$name.csv") lines)"
+}
 WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln fp32 adaln-fp32 rope-hot
 case " $WHAT " in *" rmsnorm "*)
   probe rmsnorm rmsnorm rms_norm/8x4096 rms_norm/128x4096 rms_norm/65536x128 rms_norm/8192x7168 rms_norm/4096x8192 ;; esac
@@ -34,12 +41,6 @@ case " $WHAT " in *" adaln-fp32 "*)  # 2026-12-02 fifth session: adaln's float32
   probe adaln-fp32 adaln adaln/rms/2x16384x2048 adaln/rms/1x384x2048 --dtype float32 ;; esac
 case " $WHAT " in *" rope-hot "*)  # rope's decode with L2 left warm, as under graph replay; and its SASS stalls
   NCU_ARGS="--cache-control none" probe rope-hot rope rope/qwen3/decode/8x32x1x128 rope/qwen3/decode/1x32x1x128
-  timeout 120 "$NCU" --profile-from-start off --set full --cache-control none --csv --page source --print-source sass \
-    python3 scripts/gpu/ncu_probe.py rope /tmp/build-rope rope/qwen3/decode/8x32x1x128 > "$RES/ncu-rope-sass.csv" \
-    2> "$RES/ncu-rope-sass.log"
-  echo "ncu rope sass rc=$? ($(wc -l < "$RES/ncu-rope-sass.csv") lines)" ;; esac
-case " $WHAT " in *" sass "*) ;; *) exit 0 ;; esac
-timeout 90 "$NCU" --profile-from-start off --set full --csv --page source --print-source sass \
-  python3 scripts/gpu/ncu_probe.py rmsnorm /tmp/build-rmsnorm rms_norm/8x4096 > "$RES/ncu-rmsnorm-sass.csv" \
-  2> "$RES/ncu-rmsnorm-sass.log"
-echo "ncu sass rc=$? ($(wc -l < "$RES/ncu-rmsnorm-sass.csv") lines)"
+  NCU_ARGS="--cache-control none" sass_probe rope-sass rope rope/qwen3/decode/8x32x1x128 ;; esac
+case " $WHAT " in *" sass "*)
+  sass_probe rmsnorm-sass rmsnorm rms_norm/8x4096 ;; esac
