@@ -375,8 +375,10 @@ def run_act(tmp_path: Path, event: str, payload: dict, *, gpu_label: str, runner
     cmd += _stub_actions(tmp_path)
     proc = subprocess.run(cmd, cwd=root, env=act_env(), capture_output=True, text=True, timeout=600)
     log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-6000:]
-    assert "Job failed" not in log, log[-6000:]
+    # The tail alone hides which step failed when the matrix jobs' lines interleave: name them first.
+    failed = "\n".join(line for line in log.splitlines() if "❌" in line or "Failure" in line or "Error" in line)
+    assert proc.returncode == 0, f"failed steps:\n{failed}\n\nlog tail:\n{log[-6000:]}"
+    assert "Job failed" not in log, f"failed steps:\n{failed}\n\nlog tail:\n{log[-6000:]}"
     return log
 
 
