@@ -17,7 +17,7 @@
 # TUNE_FLAGS adds compile flags to a tuning build, as "rmsnorm=-DRMSNORM_OPAQUE_ROW=1"),
 # DTYPES (e.g. "float16 float32": each kernel of DTYPE_BENCH, default KERNELS,
 # benched again per dtype after the bf16 benches: $RES/<k>-h200-<dtype>.*),
-# SAMPLES (the bf16 benches' `--samples`, default 1).
+# SAMPLES (every bench's `--samples`, default 1).
 # The smoke runs of all kernels go in parallel (correctness only); the benches
 # run one at a time, alone on the GPU.
 set -uo pipefail
@@ -109,7 +109,7 @@ for k in $KERNELS; do
   wants "$BENCH" "$k" && bench_one "$k" "" --samples "${SAMPLES:-1}"
 done
 for dt in ${DTYPES:-}; do
-  for k in ${DTYPE_BENCH-$KERNELS}; do bench_one "$k" "-$dt" --dtype "$dt"; done
+  for k in ${DTYPE_BENCH-$KERNELS}; do bench_one "$k" "-$dt" --dtype "$dt" --samples "${SAMPLES:-1}"; done
 done
 sweep_sets() {  # kernel $1's sweep sets: SWEEP's "$1=set[,set]" entry, a bare SWEEP, or the kernel's own
   local e

@@ -326,6 +326,7 @@ def _act_workspace(tmp_path: Path) -> Path:
         if source.is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, root / name)
+    _serialise_matrix_jobs(root / WORKFLOW.relative_to(REPO))
     git = ["git", "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "-c", "init.defaultBranch=main"]
     subprocess.run([*git, "init", "-q"], cwd=root, check=True)
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
@@ -333,6 +334,21 @@ def _act_workspace(tmp_path: Path) -> Path:
     subprocess.run(["git", "remote", "add", "origin", "https://github.com/example/kernel-pipeline"], cwd=root,
                    check=True)
     return root
+
+
+def _serialise_matrix_jobs(workflow: Path) -> None:
+    """The rehearsal's copy of the workflow with `max-parallel: 1` under every matrix strategy.
+
+    act 0.2.89 runs up to `max-parallel` (default 4) rows of a matrix at once whatever
+    --concurrent-jobs says, and its --local-repository cache is not safe across parallel jobs:
+    CI once saw a release rehearsal's two `Build softmax-triton` rows end in "Job failed" with no
+    step failing. Only the copy act reads changes, and only in how many rows run at once."""
+    text = workflow.read_text(encoding="utf-8")
+    serial, count = re.subn(r"^(\s+)strategy:\n", lambda m: f"{m.group(0)}{m.group(1)}  max-parallel: 1\n", text,
+                            flags=re.MULTILINE)
+    assert count == sum("strategy" in job for job in load()["jobs"].values()), "a strategy the rewrite missed"
+    assert "max-parallel" not in text, "the workflow sets max-parallel itself: merge, do not add"
+    workflow.write_text(serial, encoding="utf-8")
 
 
 def _stub_actions(tmp_path: Path) -> list[str]:
@@ -368,7 +384,8 @@ def run_act(tmp_path: Path, event: str, payload: dict, *, gpu_label: str, runner
            "--action-cache-path", str(tmp_path / "act-cache"), "--no-cache-server", "--env", "CI_DRY_RUN=1",
            "--secret", "HF_TOKEN=rehearsal", "--var", f"GPU_RUNNER_LABEL={gpu_label}",
            # act 0.2.89's --local-repository cache writes a map from every parallel job without a lock
-           # ("fatal error: concurrent map writes", seen in CI): one job at a time.
+           # ("fatal error: concurrent map writes", seen in CI): one job at a time (and one matrix row
+           # at a time: _serialise_matrix_jobs).
            "--concurrent-jobs", "1"]
     for label in sorted(runners | ({gpu_label} if gpu_label else set())):
         cmd += ["-P", f"{label}=-self-hosted"]
@@ -379,7 +396,24 @@ def run_act(tmp_path: Path, event: str, payload: dict, *, gpu_label: str, runner
     failed = "\n".join(line for line in log.splitlines() if "❌" in line or "Failure" in line or "Error" in line)
     assert proc.returncode == 0, f"failed steps:\n{failed}\n\nlog tail:\n{log[-6000:]}"
     assert "Job failed" not in log, f"failed steps:\n{failed}\n\nlog tail:\n{log[-6000:]}"
+    assert _most_jobs_at_once(log) == 1, "act ran jobs side by side: its action cache races"
     return log
+
+
+def _most_jobs_at_once(log: str) -> int:
+    """How many jobs act had started and not yet finished at any one time, from its log."""
+    running: set[str] = set()
+    most = 0
+    for line in log.splitlines():
+        job = re.match(r"^(?:\*DRYRUN\* )?\[([^\]]+?)\s*\]", line)
+        if not job:
+            continue
+        if "⭐ Run Set up job" in line:
+            running.add(job.group(1))
+            most = max(most, len(running))
+        elif "🏁  Job " in line:
+            running.discard(job.group(1))
+    return most
 
 
 def _set_output(log: str, name: str) -> str:
