@@ -540,7 +540,7 @@ KNOWN_BEHIND: dict[tuple[str, str], set[str]] = {
         "geglu/tanh/gate-first/32x28672",  # overlap
         "geglu/tanh/gate-first/32x28672 (graph replay)",  # overlap
     },
-    # ('adaln', 'float16'): behind nowhere
+    # adaln in float16: behind nowhere
     ("adaln", "float32"): {
         "adaln/rms/2x16384x2048",
         "adaln/rms/1x384x2048",

@@ -394,8 +394,9 @@ def run_act(tmp_path: Path, event: str, payload: dict, *, gpu_label: str, runner
     log = proc.stdout + proc.stderr
     # The tail alone hides which step failed when the matrix jobs' lines interleave: name them first.
     failed = "\n".join(line for line in log.splitlines() if "❌" in line or "Failure" in line or "Error" in line)
-    assert proc.returncode == 0, f"failed steps:\n{failed}\n\nlog tail:\n{log[-6000:]}"
-    assert "Job failed" not in log, f"failed steps:\n{failed}\n\nlog tail:\n{log[-6000:]}"
+    detail = f"failed steps:\n{failed}\n\nlog tail:\n{log[-6000:]}"
+    assert proc.returncode == 0, detail
+    assert "Job failed" not in log, detail
     assert _most_jobs_at_once(log) == 1, "act ran jobs side by side: its action cache races"
     return log
 
