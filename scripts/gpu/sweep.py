@@ -151,6 +151,26 @@ SWEEPS = {
                      "2048x16384")},
         "fused_add_rms_norm/8192x4096": ["1,0,512,0,0,0", "1,0,1024,0,0,0"],
     }),
+    # rows_one past one wave (2026-12-03, seventh session, call 1): one 16-byte vector per thread, one
+    # row per block, at the streaming batches where the rule takes rows_reg or rows_async and
+    # torch.compile's looped reduction (one vector per thread on 512 threads, 100 % occupancy) is
+    # level or ahead; each case also times torch.compile in the same process (SWEEP_BASELINES).
+    **{name: ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{r}x4096": ["8,1,0,0,0,0", "0,4,0,0,0,0", "0,2,0,0,0,0", "3,4,0,0,0,0"]
+           for r in (4096, 8192, 32768)},
+        **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,4,0,0,0,0", "3,4,0,0,0,0"]
+           for s in ("8192x2048", "16384x2048", "8192x3072", "16384x3072")},
+        **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,4,0,0,0,0", "0,8,0,0,0,0"]
+           for s in ("8192x5120", "2048x7168", "8192x7168", "4096x8192")},
+        **{f"fused_add_rms_norm/{r}x4096": ["8,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0", "3,4,0,0,0,0"]
+           for r in (1024, 2048, 4096, 8192, 32768)},
+    }) for name in ("rmsnorm-big", "rmsnorm-big16")},
+    "rmsnorm-big32": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,4,0,0,0,0", "0,8,0,0,0,0"]
+           for s in ("4096x4096", "8192x4096", "32768x4096", "8192x2048", "16384x2048", "8192x3072",
+                     "16384x3072")},
+        **{f"fused_add_rms_norm/{r}x4096": ["8,1,0,0,0,0", "0,4,0,0,0,0"] for r in (512, 1024, 8192)},
+    }),
     # Per-head rows (2026-12-02 fourth session, call 1; call 3 with the cases at the rule's bounds):
     # rows_head (kind 9: rows_small with the row's vectors and the block's threads compile-time, up
     # to 8 rows per row group; torch.compile's per-head shape is 16 lanes x 8 rows on 64 threads)
@@ -194,7 +214,12 @@ SWEEPS = {
 SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16h": "float16",
                 "adaln-one32": "float32", "adaln-one16h": "float16", "rmsnorm-one32": "float32",
                 "adaln-512": "float32", "rmsnorm-loop32": "float32",
-                "rmsnorm-head32": "float32"}
+                "rmsnorm-head32": "float32", "rmsnorm-big16": "float16", "rmsnorm-big32": "float32"}
+
+# Sweep sets whose cases also time this baseline in the same process (a row "torch.compile"), so
+# that each configuration is read against a figure of the same call.
+SWEEP_BASELINES = {"rmsnorm-big": "torch.compile", "rmsnorm-big16": "torch.compile",
+                   "rmsnorm-big32": "torch.compile"}
 
 
 def project_of(sweep_set: str) -> str:
@@ -237,6 +262,15 @@ def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
             print(f"{name:<40} {row['config']:<16} " + (f"{row['us']:8.2f} us" if "us" in row else row["error"])
                   + (f"  graph {row['graph_us']:6.2f} us" if "graph_us" in row else ""), flush=True)
         os.environ.pop(var, None)
+        base = SWEEP_BASELINES.get(kernel)
+        if base and base in fns:
+            row = {"case": name, "config": base, "bytes": case["bytes"],
+                   "us": timer(fns[base]).median_us}
+            if graph:
+                row["graph_us"] = timer.graph(fns[base]).median_us
+            rows.append(row)
+            print(f"{name:<40} {base:<16} {row['us']:8.2f} us"
+                  + (f"  graph {row['graph_us']:6.2f} us" if "graph_us" in row else ""), flush=True)
         fns = None
         torch.cuda.empty_cache()
     return rows
