@@ -244,6 +244,8 @@ def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
             print(f"{name}: not a bench case", flush=True)
             continue
         os.environ.pop(var, None)
+        if SWEEP_BASELINES.get(kernel):
+            torch._dynamo.reset()  # a fresh torch.compile per case, as bench makes (recompile limit)
         fns = case["setup"](loaded.module, device)
         ref = bench._first(fns["kernel"]()).clone()
         graph = bench.wants_graph(case, device)
