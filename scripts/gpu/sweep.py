@@ -165,6 +165,13 @@ SWEEPS = {
         **{f"fused_add_rms_norm/{r}x4096": ["8,1,0,0,0,0", "0,2,0,0,0,0", "0,4,0,0,0,0", "3,4,0,0,0,0"]
            for r in (1024, 2048, 4096, 8192, 32768)},
     }) for name in ("rmsnorm-big", "rmsnorm-big16")},
+    # Call 2 (with RMSNORM_REG_STREAM16 shipped): the batches below 2^21 vectors where the rule still
+    # takes rows_async, against rows_reg<4>; the fused op at 1024 rows against rows_one.
+    "rmsnorm-big2": ("RMSNORM_CONFIG", {
+        **{f"rms_norm/{s}": ["0,4,0,0,0,0", "3,4,0,0,0,0"]
+           for s in ("1024x4096", "2048x4096", "16384x4096", "4096x2048", "16384x2048", "4096x3072")},
+        "fused_add_rms_norm/1024x4096": ["8,1,0,0,0,0", "0,4,0,0,0,0"],
+    }),
     "rmsnorm-big32": ("RMSNORM_CONFIG", {
         **{f"rms_norm/{s}": ["8,1,0,0,0,0", "0,4,0,0,0,0", "0,8,0,0,0,0"]
            for s in ("4096x4096", "8192x4096", "32768x4096", "8192x2048", "16384x2048", "8192x3072",
@@ -218,7 +225,7 @@ SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16
 
 # Sweep sets whose cases also time this baseline in the same process (a row "torch.compile"), so
 # that each configuration is read against a figure of the same call.
-SWEEP_BASELINES = {"rmsnorm-big": "torch.compile", "rmsnorm-big16": "torch.compile",
+SWEEP_BASELINES = {"rmsnorm-big": "torch.compile", "rmsnorm-big16": "torch.compile", "rmsnorm-big2": "torch.compile",
                    "rmsnorm-big32": "torch.compile"}
 
 

@@ -138,3 +138,34 @@ def test_rows_head_grid_covers_every_row(choose):
 def test_head_knob_off_restores_rows_small(tmp_path):
     run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_HEAD=0")
     assert [c[0] for c in run([(65536, 128, 2, 0), (262144, 128, 4, 0)])] == [ROWS_SMALL, ROWS_SMALL]
+
+
+# Streaming batches (sweeps rmsnorm-big and rmsnorm-big16, 2026-12-03 seventh session, call 1):
+# (rows, hidden, bytes per element, fused) -> (kind, vectors per thread).
+ROWS_REG, ROWS_ASYNC = 0, 3
+STREAM_DECIDED = {
+    (4096, 4096, 2, True): (ROWS_REG, 4),     # 2^21 vectors: 36.61 -> 33.98 us
+    (8192, 4096, 2, True): (ROWS_REG, 4),     # 68.42 -> 67.01
+    (32768, 4096, 2, True): (ROWS_REG, 4),
+    (4096, 4096, 2, False): (ROWS_REG, 4),    # 19.52 -> 18.85
+    (8192, 2048, 2, False): (ROWS_REG, 4),    # 19.66 -> 18.90
+    (8192, 3072, 2, False): (ROWS_REG, 4),    # 26.58 -> 25.89
+    (16384, 3072, 2, False): (ROWS_REG, 4),   # level
+    (2048, 4096, 2, False): (ROWS_ASYNC, 4),  # below 2^21 vectors: not swept, unchanged
+    (4096, 2048, 2, False): (ROWS_ASYNC, 4),
+    (2048, 4096, 2, True): (ROWS_REG, 4),     # the fused op's own bound (2^21) as before
+    (8192, 1024, 2, False): (ROWS_ASYNC, 4),  # 128 vectors: not swept, unchanged
+    (8192, 4096, 4, False): (ROWS_REG, 4),    # float32 kept rows_reg from 512 vectors already
+    (8192, 1024, 4, False): (ROWS_ASYNC, 4),  # float32 below 512 vectors: unchanged
+}
+
+
+def test_streaming_rows_keep_rows_reg_where_the_sweep_put_them(choose):
+    shapes = list(STREAM_DECIDED)
+    got = {s: (c[0], c[1]) for s, c in zip(shapes, choose(shapes))}
+    assert got == STREAM_DECIDED
+
+
+def test_stream_knob_off_restores_rows_async(tmp_path):
+    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_REG_STREAM16=0")
+    assert [c[0] for c in run([(4096, 4096, 2, 1), (8192, 2048, 2, 0)])] == [ROWS_ASYNC, ROWS_ASYNC]

@@ -60,6 +60,18 @@
 #ifndef RMSNORM_ASYNC
 #define RMSNORM_ASYNC 2
 #endif
+// RMSNORM_REG_STREAM16: in async_by_rule, 16-bit rows of 256-512 vectors (hidden 2048-4096) keep
+// rows_reg from 2^21 vectors of input (both ops), where rows_async was taken from 2^19 (plain) and
+// 2^21 (fused) by the rule measured in version 3, before rows_reg's one-step form and 32-bit
+// offsets. H200 (2026-12-03 seventh session, call 1: sweeps rmsnorm-big and rmsnorm-big16, each
+// with torch.compile timed in the same process), bf16, rows_async -> rows_reg<4>, us: fused
+// 4096x4096 36.61 -> 33.98 (torch.compile 36.18), fused 8192x4096 68.42 -> 67.01, plain 4096x4096
+// 19.52 -> 18.85, 8192x2048 19.66 -> 18.90, 8192x3072 26.58 -> 25.89, 32768x4096 130.78 -> 130.38;
+// float16 alike; level (within 0.3 %) at 16384x2048 and 16384x3072. Below 2^21 vectors (1024-2048
+// rows of 4096, 4096 rows of 2048-3072) not swept: unchanged. 0: the version 3 rule.
+#ifndef RMSNORM_REG_STREAM16
+#define RMSNORM_REG_STREAM16 1
+#endif
 // rows_async: prefetch the weight into L1 while the row is in flight, so the
 // weight loads after the row sum hit L1 instead of waiting on L2.
 #ifndef RMSNORM_ASYNC_W_PREFETCH
@@ -800,9 +812,13 @@ inline int log2_ceil(int v) {
 // of input rows for rms_norm (1024 x 4096: 9.3 against 9.7 us; 512 x 4096
 // and 1024 x 2048 are 0.1-0.4 us slower), from 32 MiB for fused (its staging
 // buffer is twice as large, 13 blocks per multiprocessor instead of 16).
-inline bool async_by_rule(int64_t rows, int nvec, bool fused) {
+// RMSNORM_REG_STREAM16 (above): not for 16-bit rows of 256-512 vectors from 2^21 vectors.
+inline bool async_by_rule(int64_t rows, int nvec, bool fused, int elem_size) {
   if (RMSNORM_ASYNC != 2) return RMSNORM_ASYNC == 1;
-  return rows * (int64_t)nvec >= (fused ? (int64_t(1) << 21) : (int64_t(1) << 19));
+  const int64_t vectors = rows * (int64_t)nvec;
+  if (RMSNORM_REG_STREAM16 && elem_size == 2 && nvec >= 256 && nvec <= 512 && vectors >= (int64_t(1) << 21))
+    return false;
+  return vectors >= (fused ? (int64_t(1) << 21) : (int64_t(1) << 19));
 }
 
 // rows_cluster (sm_90 only: `cluster_ok`): rows over 2048 vectors (too long for
@@ -1019,7 +1035,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // fits (RMSNORM_OPAQUE_ROW; sweep rmsnorm-opq, 2026-12-02 call 1, H200 bf16:
       // 8192x5120 45.0 -> 42.4 us, 8192x7168 61.0 -> 59.3, 4096x8192 36.5 -> 34.7).
       else if (force_kind < 0)
-        use_async = async_fits && nvec <= 8 * 128 && async_by_rule(rows, nvec, fused) &&
+        use_async = async_fits && nvec <= 8 * 128 && async_by_rule(rows, nvec, fused, elem_size) &&
                     (nvec <= 512 || (rows >= 4096 && !reg_wide16)) && (elem_size != 4 || nvec < 512);
       if (use_async) {
         c.kind = 3;
