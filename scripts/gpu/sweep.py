@@ -225,8 +225,7 @@ SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16
 
 # Sweep sets whose cases also time this baseline in the same process (a row "torch.compile"), so
 # that each configuration is read against a figure of the same call.
-SWEEP_BASELINES = {"rmsnorm-big": "torch.compile", "rmsnorm-big16": "torch.compile", "rmsnorm-big2": "torch.compile",
-                   "rmsnorm-big32": "torch.compile"}
+SWEEP_BASELINES = {name: "torch.compile" for name in ("rmsnorm-big", "rmsnorm-big16", "rmsnorm-big2", "rmsnorm-big32")}
 
 
 def project_of(sweep_set: str) -> str:
