@@ -816,7 +816,7 @@ inline int log2_ceil(int v) {
 inline bool async_by_rule(int64_t rows, int nvec, bool fused, int elem_size) {
   if (RMSNORM_ASYNC != 2) return RMSNORM_ASYNC == 1;
   const int64_t vectors = rows * (int64_t)nvec;
-  if (RMSNORM_REG_STREAM16 && elem_size == 2 && nvec >= 256 && nvec <= 512 && vectors >= (int64_t(1) << 21))
+  if (RMSNORM_REG_STREAM16 && elem_size == 2 && nvec >= 256 && nvec <= 512)
     return false;
   return vectors >= (fused ? (int64_t(1) << 21) : (int64_t(1) << 19));
 }
