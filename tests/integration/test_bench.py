@@ -385,7 +385,7 @@ KNOWN_MISSES = {
     # within what one build moves between setups) or lie apart (a loss this record shows); bandwidth
     # misses are under 0.90 of the 1 GiB copy, at 0.88-1.16 of a copy of the case's own bytes.
     # Reasons in each kernel's benchmarks/NOTES.md.
-    # rmsnorm: the record of 2026-12-03's seventh session, device call 4 (RMSNORM_REG_STREAM16, same
+    # rmsnorm: the record of 2026-12-03's seventh session, device call 5 (RMSNORM_REG_STREAM16, same
     # method; the launch moved only at 16-bit rows of 2048-4096 from 1024 rows).
     "rmsnorm": {
         "rms_norm/4096x4096": {"bandwidth"},
@@ -457,7 +457,7 @@ OTHER_DTYPE_RECORDS = sorted(REPO.glob("kernels-src/*/benchmarks/results/h200-fl
 # every case where a baseline is strictly faster, by name, "(graph replay)" for the graph figure;
 # "overlap" marks a margin within the samples' ranges. Reasons in each kernel's NOTES.md.
 KNOWN_BEHIND: dict[tuple[str, str], set[str]] = {
-    ("rmsnorm", "float16"): {  # the seventh session's call 4, as KNOWN_MISSES' rmsnorm entries
+    ("rmsnorm", "float16"): {  # the seventh session's call 5, as KNOWN_MISSES' rmsnorm entries
         "rms_norm/1x4096 (graph replay)",  # overlap
         "rms_norm/64x4096 (graph replay)",
         "rms_norm/128x4096 (graph replay)",

@@ -140,20 +140,22 @@ def test_head_knob_off_restores_rows_small(tmp_path):
     assert [c[0] for c in run([(65536, 128, 2, 0), (262144, 128, 4, 0)])] == [ROWS_SMALL, ROWS_SMALL]
 
 
-# Streaming batches (sweeps rmsnorm-big and rmsnorm-big16, 2026-12-03 seventh session, call 1):
-# (rows, hidden, bytes per element, fused) -> (kind, vectors per thread).
+# Streaming batches (sweeps rmsnorm-big, rmsnorm-big16 and rmsnorm-big2, 2026-12-03 seventh session,
+# calls 2 and 4): (rows, hidden, bytes per element, fused) -> (kind, vectors per thread).
 ROWS_REG, ROWS_ASYNC = 0, 3
 STREAM_DECIDED = {
-    (4096, 4096, 2, True): (ROWS_REG, 4),     # 2^21 vectors: 36.61 -> 33.98 us
+    (4096, 4096, 2, True): (ROWS_REG, 4),     # 36.61 -> 33.98 us
     (8192, 4096, 2, True): (ROWS_REG, 4),     # 68.42 -> 67.01
     (32768, 4096, 2, True): (ROWS_REG, 4),
+    (1024, 4096, 2, False): (ROWS_REG, 4),    # 8.67 -> 8.16 (past one wave of rows_one)
+    (2048, 4096, 2, False): (ROWS_REG, 4),    # 12.16 -> 11.87
     (4096, 4096, 2, False): (ROWS_REG, 4),    # 19.52 -> 18.85
+    (4096, 2048, 2, False): (ROWS_REG, 4),    # 12.26 -> 11.84
     (8192, 2048, 2, False): (ROWS_REG, 4),    # 19.66 -> 18.90
+    (4096, 3072, 2, False): (ROWS_REG, 4),    # 17.04 -> 15.33
     (8192, 3072, 2, False): (ROWS_REG, 4),    # 26.58 -> 25.89
     (16384, 3072, 2, False): (ROWS_REG, 4),   # level
-    (2048, 4096, 2, False): (ROWS_ASYNC, 4),  # below 2^21 vectors: not swept, unchanged
-    (4096, 2048, 2, False): (ROWS_ASYNC, 4),
-    (2048, 4096, 2, True): (ROWS_REG, 4),     # the fused op's own bound (2^21) as before
+    (2048, 4096, 2, True): (ROWS_REG, 4),     # the fused op below 2^21 vectors, as before
     (8192, 1024, 2, False): (ROWS_ASYNC, 4),  # 128 vectors: not swept, unchanged
     (8192, 4096, 4, False): (ROWS_REG, 4),    # float32 kept rows_reg from 512 vectors already
     (8192, 1024, 4, False): (ROWS_ASYNC, 4),  # float32 below 512 vectors: unchanged

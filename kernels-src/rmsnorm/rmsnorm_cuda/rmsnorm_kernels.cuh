@@ -61,14 +61,15 @@
 #define RMSNORM_ASYNC 2
 #endif
 // RMSNORM_REG_STREAM16: in async_by_rule, 16-bit rows of 256-512 vectors (hidden 2048-4096) keep
-// rows_reg from 2^21 vectors of input (both ops), where rows_async was taken from 2^19 (plain) and
-// 2^21 (fused) by the rule measured in version 3, before rows_reg's one-step form and 32-bit
-// offsets. H200 (2026-12-03 seventh session, call 1: sweeps rmsnorm-big and rmsnorm-big16, each
-// with torch.compile timed in the same process), bf16, rows_async -> rows_reg<4>, us: fused
-// 4096x4096 36.61 -> 33.98 (torch.compile 36.18), fused 8192x4096 68.42 -> 67.01, plain 4096x4096
-// 19.52 -> 18.85, 8192x2048 19.66 -> 18.90, 8192x3072 26.58 -> 25.89, 32768x4096 130.78 -> 130.38;
-// float16 alike; level (within 0.3 %) at 16384x2048 and 16384x3072. Below 2^21 vectors (1024-2048
-// rows of 4096, 4096 rows of 2048-3072) not swept: unchanged. 0: the version 3 rule.
+// rows_reg at every batch (both ops), where rows_async was taken from 2^19 (plain) and 2^21 (fused)
+// vectors of input by the rule measured in version 3, before rows_reg's one-step form, 32-bit
+// offsets and bf16's bit-cast unpack. H200 (2026-12-03 seventh session: sweeps rmsnorm-big and
+// rmsnorm-big16 in call 2, rmsnorm-big2 in call 4, each with torch.compile timed in the same
+// process), bf16, rows_async -> rows_reg<4>, us: fused 4096x4096 36.61 -> 33.98 (torch.compile
+// 36.18), fused 8192x4096 68.42 -> 67.01, 1024x4096 8.67 -> 8.16, 2048x4096 12.16 -> 11.87, 4096x4096
+// 19.52 -> 18.85, 4096x2048 12.26 -> 11.84, 8192x2048 19.66 -> 18.90, 4096x3072 17.04 -> 15.33,
+// 8192x3072 26.58 -> 25.89; float16 alike; level (within 0.3 %) at 16384 rows of 2048-4096.
+// Recorded in call 5 (smoke 658/658, 2 seeds; NOTES.md "Version 10"). 0: the version 3 rule.
 #ifndef RMSNORM_REG_STREAM16
 #define RMSNORM_REG_STREAM16 1
 #endif
@@ -812,7 +813,7 @@ inline int log2_ceil(int v) {
 // of input rows for rms_norm (1024 x 4096: 9.3 against 9.7 us; 512 x 4096
 // and 1024 x 2048 are 0.1-0.4 us slower), from 32 MiB for fused (its staging
 // buffer is twice as large, 13 blocks per multiprocessor instead of 16).
-// RMSNORM_REG_STREAM16 (above): not for 16-bit rows of 256-512 vectors from 2^21 vectors.
+// RMSNORM_REG_STREAM16 (above): never for 16-bit rows of 256-512 vectors.
 inline bool async_by_rule(int64_t rows, int nvec, bool fused, int elem_size) {
   if (RMSNORM_ASYNC != 2) return RMSNORM_ASYNC == 1;
   const int64_t vectors = rows * (int64_t)nvec;
