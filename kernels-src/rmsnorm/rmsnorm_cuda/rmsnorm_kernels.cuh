@@ -73,7 +73,7 @@
 #ifndef RMSNORM_REG_STREAM16
 #define RMSNORM_REG_STREAM16 1
 #endif
-// RMSNORM_REG_REREAD (an experiment, tuning builds; default 0): the plain op's rows_reg reads the row
+// RMSNORM_REG_REREAD (an experiment for a variant build; default 0): the plain op's rows_reg reads the row
 // back (ld.global: L1, else L2) after the row sum instead of holding it across the barrier, and the
 // weight with it, so only the sum is live there: the registers of torch.compile's two-pass kernel at
 // the wide rows (32, 100 % occupancy at 512 threads; ours 55 at 224-256 threads, 50-55 %: NOTES.md
