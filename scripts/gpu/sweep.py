@@ -154,7 +154,7 @@ SWEEPS = {
     # rows_one past one wave (2026-12-03, seventh session, call 1): one 16-byte vector per thread, one
     # row per block, at the streaming batches where the rule takes rows_reg or rows_async and
     # torch.compile's looped reduction (one vector per thread on 512 threads, 100 % occupancy) is
-    # level or ahead; each case also times torch.compile in the same process (SWEEP_BASELINES).
+    # level or ahead; each case also times torch.compile in the same process (SWEEPS_WITH_BASELINE).
     **{name: ("RMSNORM_CONFIG", {
         **{f"rms_norm/{r}x4096": ["8,1,0,0,0,0", "0,4,0,0,0,0", "0,2,0,0,0,0", "3,4,0,0,0,0"]
            for r in (4096, 8192, 32768)},
@@ -223,15 +223,21 @@ SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16
                 "adaln-512": "float32", "rmsnorm-loop32": "float32",
                 "rmsnorm-head32": "float32", "rmsnorm-big16": "float16", "rmsnorm-big32": "float32"}
 
-# Sweep sets whose cases also time this baseline in the same process (a row "torch.compile"), so
+# Sweep sets whose cases also time SWEEP_BASELINE in the same process (a row "torch.compile"), so
 # that each configuration is read against a figure of the same call.
-SWEEP_BASELINES = {name: "torch.compile" for name in ("rmsnorm-big", "rmsnorm-big16", "rmsnorm-big2", "rmsnorm-big32")}
+SWEEP_BASELINE = "torch.compile"
+SWEEPS_WITH_BASELINE = {"rmsnorm-big", "rmsnorm-big16", "rmsnorm-big2", "rmsnorm-big32"}
 
 
 def project_of(sweep_set: str) -> str:
     """The kernel project a sweep set times: its name up to a digit or a dash (rmsnorm3, adaln-fp32)."""
     name = sweep_set.split("-")[0]
     return name.rstrip("0123456789")
+
+
+def _print_row(row: dict) -> None:
+    print(f"{row['case']:<40} {row['config']:<16} " + (f"{row['us']:8.2f} us" if "us" in row else row["error"])
+          + (f"  graph {row['graph_us']:6.2f} us" if "graph_us" in row else ""), flush=True)
 
 
 def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
@@ -250,11 +256,18 @@ def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
             print(f"{name}: not a bench case", flush=True)
             continue
         os.environ.pop(var, None)
-        if SWEEP_BASELINES.get(kernel):
+        with_baseline = kernel in SWEEPS_WITH_BASELINE
+        if with_baseline:
             torch._dynamo.reset()  # a fresh torch.compile per case, as bench makes (recompile limit)
         fns = case["setup"](loaded.module, device)
         ref = bench._first(fns["kernel"]()).clone()
         graph = bench.wants_graph(case, device)
+
+        def timed(row: dict, fn) -> None:
+            row["us"] = timer(fn).median_us
+            if graph:
+                row["graph_us"] = timer.graph(fn).median_us
+
         for cfg in ["", *configs]:
             os.environ[var] = cfg
             out = bench._first(fns["kernel"]())
@@ -263,22 +276,15 @@ def sweep(kernel: str, build: Path, reps: int) -> list[dict]:
             if diff > 1e-2 or diff != diff:
                 row["error"] = "output differs from the rule's"
             else:
-                row["us"] = timer(fns["kernel"]).median_us
-                if graph:
-                    row["graph_us"] = timer.graph(fns["kernel"]).median_us
+                timed(row, fns["kernel"])
             rows.append(row)
-            print(f"{name:<40} {row['config']:<16} " + (f"{row['us']:8.2f} us" if "us" in row else row["error"])
-                  + (f"  graph {row['graph_us']:6.2f} us" if "graph_us" in row else ""), flush=True)
+            _print_row(row)
         os.environ.pop(var, None)
-        base = SWEEP_BASELINES.get(kernel)
-        if base and base in fns:
-            row = {"case": name, "config": base, "bytes": case["bytes"],
-                   "us": timer(fns[base]).median_us}
-            if graph:
-                row["graph_us"] = timer.graph(fns[base]).median_us
+        if with_baseline and SWEEP_BASELINE in fns:
+            row = {"case": name, "config": SWEEP_BASELINE, "bytes": case["bytes"]}
+            timed(row, fns[SWEEP_BASELINE])
             rows.append(row)
-            print(f"{name:<40} {base:<16} {row['us']:8.2f} us"
-                  + (f"  graph {row['graph_us']:6.2f} us" if "graph_us" in row else ""), flush=True)
+            _print_row(row)
         fns = None
         torch.cuda.empty_cache()
     return rows
