@@ -15,7 +15,9 @@
 #
 # From the repository root, alone or as run_all_h200.sh's EXTRA/EXTRA_LAST
 # (then it reuses /tmp/build-rmsnorm). Wheels: .whl/*.whl as for run_all
-# (kernels 0.17.2 for the pipeline itself) and, for the consumer venv,
+# (kernels 0.17.2 for the pipeline itself; for publish's embedded Hub also
+# uvicorn, starlette, gitpython, gitdb, smmap, lz4 and blake3, which the
+# H200 image lacks: publish stops at the first missing import) and, for the consumer venv,
 # .whl/consumers/ holding kernels-0.16.2-py3-none-any.whl and
 # kernels_data-0.16.2-*.whl (a subdirectory: run_all installs .whl/*.whl in
 # one pip call, and two kernels releases there would conflict).

@@ -23,7 +23,7 @@ sass_probe() {  # name, kernel, one case: the SASS source page (stall reasons pe
     python3 scripts/gpu/ncu_probe.py "$kernel" "/tmp/build-$kernel" "$case" > "$RES/ncu-$name.csv" 2> "$RES/ncu-$name.log"
   echo "ncu $name rc=$? ($(wc -l < "$RES/ncu-$name.csv") lines)"
 }
-WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln fp32 adaln-fp32 rope-hot
+WHAT=${1:-"rmsnorm rope sass"}   # which probes: rmsnorm rope sass fused rope-decode adaln fp32 adaln-fp32 rope-hot boost
 case " $WHAT " in *" rmsnorm "*)
   probe rmsnorm rmsnorm rms_norm/8x4096 rms_norm/128x4096 rms_norm/65536x128 rms_norm/8192x7168 rms_norm/4096x8192 ;; esac
 case " $WHAT " in *" rope "*)
@@ -42,5 +42,9 @@ case " $WHAT " in *" adaln-fp32 "*)  # 2026-12-02 fifth session: adaln's float32
 case " $WHAT " in *" rope-hot "*)  # rope's decode with L2 left warm, as under graph replay; and its SASS stalls
   NCU_ARGS="--cache-control none" probe rope-hot rope rope/qwen3/decode/8x32x1x128 rope/qwen3/decode/1x32x1x128
   NCU_ARGS="--cache-control none" sass_probe rope-sass rope rope/qwen3/decode/8x32x1x128 ;; esac
+case " $WHAT " in *" boost "*)  # 2026-12-03 eighth session: rmsnorm's bf16 misses at the GPU's own clocks
+  # (ncu locks the SM clock at base by default; the bench runs at boost), caches flushed as before
+  NCU_ARGS="--clock-control none" probe boost rmsnorm rms_norm/8192x7168 rms_norm/4096x8192 rms_norm/65536x128 \
+    fused_add_rms_norm/512x4096 ;; esac
 case " $WHAT " in *" sass "*)
   sass_probe rmsnorm-sass rmsnorm rms_norm/8x4096 ;; esac
