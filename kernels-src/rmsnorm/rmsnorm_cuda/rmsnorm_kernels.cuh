@@ -73,14 +73,6 @@
 #ifndef RMSNORM_REG_STREAM16
 #define RMSNORM_REG_STREAM16 1
 #endif
-// RMSNORM_REG_REREAD (an experiment for a variant build; default 0): the plain op's rows_reg reads the row
-// back (ld.global: L1, else L2) after the row sum instead of holding it across the barrier, and the
-// weight with it, so only the sum is live there: the registers of torch.compile's two-pass kernel at
-// the wide rows (32, 100 % occupancy at 512 threads; ours 55 at 224-256 threads, 50-55 %: NOTES.md
-// "Version 10"). ptxas (sm_90, nvcc 13.0), rows_reg<bf16, 4, false, int32_t, false>: see NOTES.md.
-#ifndef RMSNORM_REG_REREAD
-#define RMSNORM_REG_REREAD 0
-#endif
 // rows_async: prefetch the weight into L1 while the row is in flight, so the
 // weight loads after the row sum hit L1 instead of waiting on L2.
 #ifndef RMSNORM_ASYNC_W_PREFETCH
@@ -410,9 +402,7 @@ template <typename T, int VPT, bool FUSED, typename I = int64_t, bool LOOP = tru
 __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
-  // RMSNORM_REG_REREAD: the plain op re-reads the row and the weight after the sum (above).
-  constexpr bool REREAD = RMSNORM_REG_REREAD && !FUSED;
-  constexpr bool W_IN_REGS = VPT <= RMSNORM_W_IN_REGS_MAX && !REREAD;
+  constexpr bool W_IN_REGS = VPT <= RMSNORM_W_IN_REGS_MAX;
   __shared__ float red[64];
   const int TX = blockDim.x, tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
   const int nvec = p.hidden / N;
@@ -473,19 +463,11 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
     const float ss = group_sum(sq.total(), tx, ty, TX, red, parity);
     parity ^= 1;
     const float inv = rsqrtf(ss * inv_h + p.eps);
-    if constexpr (REREAD) {
-      // ld.global after the barrier (not the read-only path, which may be reused across it).
-#pragma unroll
-      for (int i = 0; i < VPT; ++i) {
-        const int c = i * TX + tx;
-        if (live && c < nvec) a[i] = load_plain(p.x + row * (I)p.x_stride + (I)c * N);
-      }
-    }
 #if RMSNORM_OPAQUE_ROW
     // The row's packed registers made opaque at the barrier: ptxas can no longer
     // keep bf16's unpacked floats (two registers per pair) alive across it, and
     // unpacks again after it (RMSNORM_OPAQUE_ROW's comment above).
-    if constexpr (std::is_same<T, __nv_bfloat16>::value && !REREAD) {
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i)
         asm volatile("" : "+r"(a[i].u.x), "+r"(a[i].u.y), "+r"(a[i].u.z), "+r"(a[i].u.w));

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Whether a change to rmsnorm's kernels leaves the shipped code alone: every launch's PTX (sm_90,
+# nvcc -O3, each dtype and both ops: every kernel `launch` can start) compiled from REV's
+# rmsnorm_cuda/ and from the work tree's, compared byte for byte; extra args are nvcc flags for both
+# sides (e.g. -DRMSNORM_TUNE_ENV for the tuning build). CPU only: nvcc, no torch headers.
+#   bash scripts/gpu/rmsnorm_ptx_same.sh HEAD~1 [-DFLAG ...]    exit 0: identical, 1: different
+set -euo pipefail
+REV=${1:?usage: rmsnorm_ptx_same.sh REV [NVCC_FLAG ...]}; shift
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+SRC=kernels-src/rmsnorm/rmsnorm_cuda
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/rev"
+git archive "$REV" "$SRC" | tar -x -C "$tmp/rev"
+{
+  echo '#include "rmsnorm_kernels.cuh"'
+  echo 'namespace rmsnorm {'
+  for t in __nv_bfloat16 __half float; do
+    for f in false true; do
+      echo "template cudaError_t launch<$t, $f>(const Params<$t>&, const Config&, cudaStream_t, size_t);"
+    done
+  done
+  echo '}'
+} > "$tmp/all.cu"
+"$NVCC" -ptx -arch=sm_90 -O3 -std=c++17 "$@" -I"$tmp/rev/$SRC" "$tmp/all.cu" -o "$tmp/rev.ptx"
+"$NVCC" -ptx -arch=sm_90 -O3 -std=c++17 "$@" -I"$SRC" "$tmp/all.cu" -o "$tmp/tree.ptx"
+entries=$(grep -c '\.entry' "$tmp/tree.ptx")
+if cmp -s "$tmp/rev.ptx" "$tmp/tree.ptx"; then
+  echo "identical: $entries entry points ($REV vs the work tree${*:+, $*})"
+else
+  echo "different: $REV vs the work tree${*:+, $*} ($(diff "$tmp/rev.ptx" "$tmp/tree.ptx" | grep -c '^[<>]') lines)"; exit 1
+fi
