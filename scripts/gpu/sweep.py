@@ -178,6 +178,14 @@ SWEEPS = {
                      "16384x3072")},
         **{f"fused_add_rms_norm/{r}x4096": ["8,1,0,0,0,0", "0,4,0,0,0,0"] for r in (512, 1024, 8192)},
     }),
+    # The wide rows after 2026-12-03's eighth session (rmsnorm NOTES "Version 11": at the GPU's own
+    # clock torch.compile's 512-thread kernel runs 15.5 waves where ours runs 12.4 of 224 threads):
+    # rows_reg<4> with two and four rows per block (448/512 threads, fields kind,vpt,tx,ty) beside the
+    # rule's one row; torch.compile in the same process.
+    "rmsnorm-wide-ty": ("RMSNORM_CONFIG", {
+        f"rms_norm/{s}": ["0,4,0,1,0,0", "0,4,0,2,0,0"] + (["0,4,0,4,0,0"] if s.endswith("x3072") else [])
+        for s in ("8192x7168", "2048x7168", "4096x8192", "8192x5120", "8192x3072")
+    }),
     # Per-head rows (2026-12-02 fourth session, call 1; call 3 with the cases at the rule's bounds):
     # rows_head (kind 9: rows_small with the row's vectors and the block's threads compile-time, up
     # to 8 rows per row group; torch.compile's per-head shape is 16 lanes x 8 rows on 64 threads)
@@ -226,7 +234,7 @@ SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16
 # Sweep sets whose cases also time SWEEP_BASELINE in the same process (a row "torch.compile"), so
 # that each configuration is read against a figure of the same call.
 SWEEP_BASELINE = "torch.compile"
-SWEEPS_WITH_BASELINE = {"rmsnorm-big", "rmsnorm-big16", "rmsnorm-big2", "rmsnorm-big32"}
+SWEEPS_WITH_BASELINE = {"rmsnorm-big", "rmsnorm-big16", "rmsnorm-big2", "rmsnorm-big32", "rmsnorm-wide-ty"}
 
 
 def project_of(sweep_set: str) -> str:

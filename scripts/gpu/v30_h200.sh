@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in 2026-12-03's seventh session, run as the eighth's call 1 (issue 19; 534 s; the knob was
-# removed after it: measured slower, rmsnorm NOTES.md "Version 11"): rmsnorm -DRMSNORM_REG_REREAD=1, the
+# Prepared in 2026-12-03's seventh session, run as the eighth's call 1 (issue 19; 534 s; measured
+# slower, rmsnorm NOTES.md "Version 11"; RMSNORM_REG_REREAD was removed after this call (not shipped;
+# it is in commit ee75567)): rmsnorm -DRMSNORM_REG_REREAD=1, the
 # plain op's rows_reg reading the row and the weight back after the row sum instead of holding them
 # across the barrier (torch.compile's two-pass kernel at the wide rows: 32 registers, 100 %
 # occupancy; NOTES.md "Version 11"). ptxas (sm_90, nvcc 13.0), the one-step int32 forms the rule
