@@ -365,6 +365,8 @@ def test_committed_h200_results_have_their_command(kernel):
     data = json.loads(path.read_text())
     assert data["command"].startswith(f"python -m pipeline bench /tmp/build-{kernel} --kernel kernels-src/{kernel}")
     assert "H200" in data["device"] and data["copy_bandwidth_gbs"] > 3000
+    # KNOWN_MISSES marks each miss overlap or apart: only a record with three samples per case says which
+    assert "--samples 3" in data["command"], "record with `--samples 3` (the method KNOWN_MISSES reads)"
     names = {r["name"] for r in data["results"]}
     cases = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / kernel)}
     assert names == cases, "the recorded run must cover the kernel's current bench cases"
@@ -552,6 +554,7 @@ def test_recorded_h200_runs_in_other_dtypes(path):
     kernel, dtype = path.parents[2].name, path.stem.removeprefix("h200-")
     data = json.loads(path.read_text())
     assert f"--dtype {dtype}" in data["command"] and "H200" in data["device"]
+    assert "--samples 3" in data["command"], "record with `--samples 3` (the method KNOWN_BEHIND reads)"
     cases = [c["name"] for c in bench.load_cases(REPO / "kernels-src" / kernel, dtype)]
     assert [r["name"] for r in data["results"]] == cases and {r["dtype"] for r in data["results"]} == {dtype}
     behind = {line.split(":")[0] for line in bench.target_misses(data)}
