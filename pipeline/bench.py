@@ -54,6 +54,7 @@ that cannot be captured gets no graph figure (its error is in the report).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import platform
 import time
@@ -267,47 +268,70 @@ def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int
     timer = Timer(device, reps=reps, warmup=warmup)
     copy_gbs = copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20)
     results = []
-    for n, case in enumerate(cases):
-        report(Event("progress", case["name"], n, len(cases), stage="bench"))
-        torch._dynamo.reset()  # each case's torch.compile baseline compiles for its own static shape
-        impls = ["kernel", *case["baselines"]]
-        graphed = graph if graph is not None else wants_graph(case, device)
-        taken: list[tuple[dict, dict, dict]] = []
-        copies: list[Timing] = []
-        fns = previous = None
-        try:
-            for sample in range(samples):
-                # Set up while the previous sample's tensors are still held, so that the
-                # caching allocator cannot hand this sample the same addresses.
-                fns = case["setup"](module, device)
-                previous = None
-                if sample == 0:
-                    ref = _first(fns["kernel"]())
-                    diffs = {b: round(_rel(_first(fns[b]()), ref), 6) for b in case["baselines"]}
-                    ref = None
-                taken.append(_time_sample(timer, fns, impls, graphed))
-                if case["bytes"] >= same_size_min_bytes:
-                    copies.append(copy_timing(timer, device, int(case["bytes"])))
-                previous, fns = fns, None
-        except Exception as exc:
-            raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="bench-case-failed") from None
-        finally:
-            fns = previous = None
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-        timings = {impl: combine_samples([t[0][impl] for t in taken]) for impl in impls}
-        graph_timings = {impl: combine_samples([t[1][impl] for t in taken])
-                         for impl in impls if all(impl in t[1] for t in taken)}
-        graph_errors = {impl: why for t in taken for impl, why in t[2].items()}
-        results.append(CaseBench(name=case["name"], op=case["op"], group=case["group"], shape=case["shape"],
-                                 dtype=case["dtype"], bytes=int(case["bytes"]), timings=timings, max_rel_diff=diffs,
-                                 baselines=tuple(case["baselines"]), graph_timings=graph_timings,
-                                 graph_errors=graph_errors,
-                                 same_size_copy=combine_samples(copies) if copies else None))
+    with fresh_compiles():
+        for n, case in enumerate(cases):
+            report(Event("progress", case["name"], n, len(cases), stage="bench"))
+            results.append(_bench_case(timer, module, case, device, graph, samples, same_size_min_bytes))
     # Measured again at the end: the report uses the larger, so no drift makes
     # the kernel look closer to the ceiling than it is.
     copy_gbs = max(copy_gbs, copy_bandwidth(timer, device, COPY_BYTES if device.type == "cuda" else 64 << 20))
     return copy_gbs, results
+
+
+@contextlib.contextmanager
+def fresh_compiles():
+    """Inductor's caches off for the run: each torch.compile baseline is generated and
+    autotuned in this process, for this sample. With them on, a sample (or a later run on
+    the same machine) would reuse the first one's kernel and the reduction config its
+    autotuning picked, and the H200 records show that pick bimodal (torch.compile's
+    fused add + RMSNorm at 64x4096 under graph replay 1.96-2.06 or 2.28-2.31 µs by run),
+    so samples that share it hide half of what the baseline does."""
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(force_disable_caches=True):
+        yield
+
+
+def _bench_case(timer: Timer, module, case: dict, device, graph: bool | None, samples: int,
+                same_size_min_bytes: int) -> CaseBench:
+    import torch
+
+    impls = ["kernel", *case["baselines"]]
+    graphed = graph if graph is not None else wants_graph(case, device)
+    taken: list[tuple[dict, dict, dict]] = []
+    copies: list[Timing] = []
+    fns = previous = None
+    try:
+        for sample in range(samples):
+            # A new torch.compile baseline per sample, for the case's own static shape:
+            # dynamo would otherwise serve the last compile of the same code.
+            torch._dynamo.reset()
+            # Set up while the previous sample's tensors are still held, so that the
+            # caching allocator cannot hand this sample the same addresses.
+            fns = case["setup"](module, device)
+            previous = None
+            if sample == 0:
+                ref = _first(fns["kernel"]())
+                diffs = {b: round(_rel(_first(fns[b]()), ref), 6) for b in case["baselines"]}
+                ref = None
+            taken.append(_time_sample(timer, fns, impls, graphed))
+            if case["bytes"] >= same_size_min_bytes:
+                copies.append(copy_timing(timer, device, int(case["bytes"])))
+            previous, fns = fns, None
+    except Exception as exc:
+        raise BenchError(f"case {case['name']} failed: {type(exc).__name__}: {exc}", code="bench-case-failed") from None
+    finally:
+        fns = previous = None
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    timings = {impl: combine_samples([t[0][impl] for t in taken]) for impl in impls}
+    graph_timings = {impl: combine_samples([t[1][impl] for t in taken])
+                     for impl in impls if all(impl in t[1] for t in taken)}
+    graph_errors = {impl: why for t in taken for impl, why in t[2].items()}
+    return CaseBench(name=case["name"], op=case["op"], group=case["group"], shape=case["shape"],
+                     dtype=case["dtype"], bytes=int(case["bytes"]), timings=timings, max_rel_diff=diffs,
+                     baselines=tuple(case["baselines"]), graph_timings=graph_timings, graph_errors=graph_errors,
+                     same_size_copy=combine_samples(copies) if copies else None)
 
 
 # A CPU-only run expected to take longer than this is refused unless asked for
@@ -401,6 +425,7 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
         "timer": "cuda events" if device.type == "cuda" else "host perf_counter",
         "statistic": "median", "reps": reps, "warmup": warmup,
         "samples": samples,
+        "torch_compile": "compiled and autotuned afresh for every case and sample (dynamo reset, Inductor caches off)",
         "l2_flush": "read (sum) a buffer of max(8 x L2, 512 MiB) before every repetition, leaving the L2 clean" if device.type == "cuda" else None,
         "copy": "device-to-device copy of 1 GiB, bytes read + written, max of start and end of run",
         "same_size_copy": (f"cases of {SAME_SIZE_MIN_BYTES >> 20} MiB or more: a device copy moving the case's "

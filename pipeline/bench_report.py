@@ -71,24 +71,51 @@ def _overlap(spread: dict, baseline: str) -> str:
     return f" (the samples overlap: kernel {k[0]:.2f}-{k[1]:.2f}, {baseline} {b[0]:.2f}-{b[1]:.2f})"
 
 
+# The baseline that a record made afresh for every sample (bench.fresh_compiles: its method
+# says "torch_compile"). Inductor's autotuning picks a different kernel between compiles (the
+# H200's fused add + RMSNorm at 64x4096 under graph replay: 1.97 or 2.27-2.30 µs by compile), so
+# PyTorch's best there is its fastest compile. The kernel's samples differ only by placement and
+# noise; held to the same statistic, both sides count with their fastest sample.
+COMPILED_BASELINE = "torch.compile"
+
+
+def compared_figures(data: dict, row: dict, baseline: str, graph: bool = False) -> tuple[float, float, str]:
+    """(kernel, baseline, note): the two figures (µs) the targets compare in `row`; the
+    medians, or against a per-sample compiled baseline both sides' fastest sample, which
+    the note then says."""
+    times, spread = (row["graph_times_us"], row.get("graph_spread_us", {})) if graph else (
+        row["times_us"], row.get("spread_us", {}))
+    method = data.get("method", {})
+    samples = method.get("samples", 1)
+    if (baseline == COMPILED_BASELINE and "torch_compile" in method and samples > 1
+            and spread.get(baseline) and spread.get("kernel")):
+        return (spread["kernel"][0], spread[baseline][0],
+                f" (fastest of {samples} samples, each its own compile; medians: kernel "
+                f"{times['kernel']:.2f}, {baseline} {times[baseline]:.2f})")
+    return times["kernel"], times[baseline], ""
+
+
 def target_misses(results_json, *, min_bytes: int = 64 << 20, min_fraction: float = 0.90) -> list[str]:
     """Where the kernel misses a target: a baseline as fast or faster (L2 flushed, or
     under graph replay), or under `min_fraction` of copy bandwidth at `min_bytes` or more;
-    outside PRIMARY_DTYPE, only a baseline strictly faster."""
+    outside PRIMARY_DTYPE, only a baseline strictly faster. A baseline compiled afresh per
+    sample is compared at the fastest samples (`compared_figures`)."""
     data = load_results(results_json)
     misses = []
     for row in data["results"]:
         primary = row.get("dtype", PRIMARY_DTYPE) == PRIMARY_DTYPE
-        t = row["times_us"]
         for b in row["baselines"]:
-            if t[b] < t["kernel"] or (primary and t[b] == t["kernel"]):
-                misses.append(f"{row['name']}: {b} {t[b]:.2f} µs, kernel {t['kernel']:.2f} µs"
+            tk, tb, which = compared_figures(data, row, b)
+            if tb < tk or (primary and tb == tk):
+                misses.append(f"{row['name']}: {b} {tb:.2f} µs, kernel {tk:.2f} µs{which}"
                               + _overlap(row.get("spread_us", {}), b))
         g = row.get("graph_times_us", {})
         for b in row["baselines"]:
-            if "kernel" in g and b in g and g[b] < g["kernel"]:
-                misses.append(f"{row['name']} (graph replay): {b} {g[b]:.2f} µs, kernel {g['kernel']:.2f} µs"
-                              + _overlap(row.get("graph_spread_us", {}), b))
+            if "kernel" in g and b in g:
+                gk, gb, which = compared_figures(data, row, b, graph=True)
+                if gb < gk:
+                    misses.append(f"{row['name']} (graph replay): {b} {gb:.2f} µs, kernel {gk:.2f} µs{which}"
+                                  + _overlap(row.get("graph_spread_us", {}), b))
         if primary and row["bytes"] >= min_bytes and row["copy_fraction"]["kernel"] < min_fraction:
             same_size = row.get("same_size_copy_fraction", {}).get("kernel")
             misses.append(f"{row['name']}: {row['copy_fraction']['kernel']:.3f} of copy bandwidth "

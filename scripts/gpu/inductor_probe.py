@@ -4,10 +4,11 @@ that baseline and for our kernel, every CUDA kernel launched (name, grid, block,
 registers per thread, shared memory, duration) as the PyTorch profiler records it.
 
     python3 scripts/gpu/inductor_probe.py rmsnorm /tmp/build-rmsnorm fused_add_rms_norm/64x4096 ... \\
-        --out /tmp/results/inductor-rmsnorm [--dtype float32]
+        --out /tmp/results/inductor-rmsnorm [--dtype float32] [--compiles 6]
 
-Writes OUT/<case, slashes as __>.py (the generated code, every graph of the call)
-and OUT/launches.json; prints one line per launch. The durations are one call's,
+Writes OUT/<case, slashes as __>.py (the generated code, every graph of the call;
+.<n>.py per compile with --compiles) and OUT/launches.json (with each callable's
+graph-replay time); prints one line per launch. The durations are one call's,
 hot caches, under the profiler: for the launch shapes, not for timing (bench does that).
 """
 
@@ -60,6 +61,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--baseline", default="torch.compile")
     ap.add_argument("--dtype", default=None, help="the cases' dtype (default: the case file's own)")
+    ap.add_argument("--compiles", type=int, default=1,
+                    help="compile each case's baseline this many times afresh (Inductor's autotuning pick "
+                         "differs between compiles), each with its launches and its graph-replay time")
     args = ap.parse_args()
 
     import torch
@@ -69,22 +73,30 @@ def main() -> int:
     loaded = load_variant(args.build)
     cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / args.kernel, args.dtype)}
     device = torch.device("cuda")
+    timer = bench.Timer(device, reps=100, warmup=5)
     record = []
-    for name in args.cases:
-        if name not in cases:
-            print(f"{name}: no such case", flush=True)
-            continue
-        torch._dynamo.reset()
-        fns = cases[name]["setup"](loaded.module, device)
-        _, codes = run_and_get_code(fns[args.baseline])
-        (args.out / (name.replace("/", "__") + ".py")).write_text("\n\n# ---- next graph ----\n\n".join(codes))
-        for who in ("kernel", args.baseline):
-            launches = kernel_launches(fns[who])
-            record.append({"case": name, "who": who, "launches": launches})
-            for k in launches:
-                print(f"{name:40s} {who:14s} grid={k['grid']} block={k['block']} regs={k['registers']} "
-                      f"smem={k['shared_memory']} occ={k['occupancy_pct']} {k['dur_us']} us  {k['name'][:70]}",
-                      flush=True)
+    with bench.fresh_compiles():  # Inductor's caches off: each compile autotunes afresh, as bench's samples do
+        for name in args.cases:
+            if name not in cases:
+                print(f"{name}: no such case", flush=True)
+                continue
+            for compile_no in range(args.compiles):
+                torch._dynamo.reset()
+                fns = cases[name]["setup"](loaded.module, device)
+                _, codes = run_and_get_code(fns[args.baseline])
+                suffix = f".{compile_no}" if args.compiles > 1 else ""
+                (args.out / (name.replace("/", "__") + suffix + ".py")).write_text(
+                    "\n\n# ---- next graph ----\n\n".join(codes))
+                for who in (("kernel",) if compile_no == 0 else ()) + (args.baseline,):
+                    launches = kernel_launches(fns[who])
+                    graph_us = timer.graph(fns[who]).median_us
+                    record.append({"case": name, "who": who, "compile": compile_no, "graph_us": graph_us,
+                                   "launches": launches})
+                    for k in launches:
+                        print(f"{name:32s} {who:14s} #{compile_no} graph {graph_us:6.3f} us grid={k['grid']} "
+                              f"block={k['block']} regs={k['registers']} smem={k['shared_memory']} "
+                              f"occ={k['occupancy_pct']} {k['dur_us']} us  {k['name'][:60]}", flush=True)
+                fns = None
     (args.out / "launches.json").write_text(json.dumps(record, indent=1) + "\n")
     return 0
 

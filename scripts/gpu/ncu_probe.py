@@ -37,27 +37,28 @@ def main() -> int:
     cases = {c["name"]: c for c in bench.load_cases(REPO / "kernels-src" / args.kernel, args.dtype)}
     device = torch.device("cuda")
     launch = 0
-    for name in args.cases:
-        # A fresh torch.compile per case, as `pipeline bench` makes: without it the third shape in one
-        # process gets a dynamic-shape kernel, not the one the bench times (2026-12-03, v34's 65536x128).
-        torch._dynamo.reset()
-        fns = cases[name]["setup"](loaded.module, device)
-        contenders = args.contenders.split(",")
-        for who in contenders:
-            for _ in range(3):  # compile and warm outside the profiled range
-                fns[who]()
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()  # one range per case: its compiled functions stay valid inside it
-        for who in contenders:
-            torch.cuda.nvtx.range_push(f"{name} {who}")
-            fns[who]()
+    with bench.fresh_compiles():  # Inductor's caches off, as bench runs its baselines
+        for name in args.cases:
+            # A fresh torch.compile per case, as `pipeline bench` makes: without it the third shape in one
+            # process gets a dynamic-shape kernel, not the one the bench times (2026-12-03, v34's 65536x128).
+            torch._dynamo.reset()
+            fns = cases[name]["setup"](loaded.module, device)
+            contenders = args.contenders.split(",")
+            for who in contenders:
+                for _ in range(3):  # compile and warm outside the profiled range
+                    fns[who]()
             torch.cuda.synchronize()
-            torch.cuda.nvtx.range_pop()
-        torch.cuda.profiler.stop()
-        for who in contenders:
-            print(f"launch {launch}: {name} {who}", flush=True)
-            launch += 1
-        fns = None
+            torch.cuda.profiler.start()  # one range per case: its compiled functions stay valid inside it
+            for who in contenders:
+                torch.cuda.nvtx.range_push(f"{name} {who}")
+                fns[who]()
+                torch.cuda.synchronize()
+                torch.cuda.nvtx.range_pop()
+            torch.cuda.profiler.stop()
+            for who in contenders:
+                print(f"launch {launch}: {name} {who}", flush=True)
+                launch += 1
+            fns = None
     return 0
 
 
