@@ -8,7 +8,7 @@ registers per thread, shared memory, duration) as the PyTorch profiler records i
 
 Writes OUT/<case, slashes as __>.py (the generated code, every graph of the call;
 .<n>.py per compile with --compiles) and OUT/launches.json (with each callable's
-graph-replay time); prints one line per launch. The durations are one call's,
+graph-replay time and each Triton kernel's autotuned config); prints one line per launch. The durations are one call's,
 hot caches, under the profiler: for the launch shapes, not for timing (bench does that).
 """
 
@@ -25,6 +25,25 @@ sys.path.insert(0, str(REPO))
 
 from pipeline import bench  # noqa: E402
 from pipeline.smoke import load_variant  # noqa: E402
+
+
+def autotuned_configs(skip: set[int]) -> list[dict]:
+    """The config each Triton kernel of the output code loaded since `skip` (ids of modules
+    seen before) runs: its autotuner's pick after the first call, and how many it chose from."""
+    from torch._inductor.codecache import PyCodeCache
+
+    picks = []
+    for module in [*PyCodeCache.modules, *PyCodeCache.modules_no_attr.values()]:
+        if id(module) in skip:
+            continue
+        skip.add(id(module))
+        for name, obj in vars(module).items():
+            launchers = getattr(obj, "launchers", None)
+            if name.startswith("triton_") and launchers:
+                config = launchers[0].config
+                picks.append({"kernel": name, "kwargs": dict(config.kwargs), "num_warps": config.num_warps,
+                              "num_stages": config.num_stages, "choices": len(getattr(obj, "configs", None) or ())})
+    return picks
 
 
 def kernel_launches(fn, calls: int = 3) -> list[dict]:
@@ -75,6 +94,7 @@ def main() -> int:
     device = torch.device("cuda")
     timer = bench.Timer(device, reps=100, warmup=5)
     record = []
+    seen_modules: set[int] = set()
     with bench.fresh_compiles():  # Inductor's caches off: each compile autotunes afresh, as bench's samples do
         for name in args.cases:
             if name not in cases:
@@ -84,6 +104,9 @@ def main() -> int:
                 torch._dynamo.reset()
                 fns = cases[name]["setup"](loaded.module, device)
                 _, codes = run_and_get_code(fns[args.baseline])
+                picks = autotuned_configs(seen_modules)
+                for pick in picks:
+                    print(f"{name:32s} {args.baseline:14s} #{compile_no} picked {pick}", flush=True)
                 suffix = f".{compile_no}" if args.compiles > 1 else ""
                 (args.out / (name.replace("/", "__") + suffix + ".py")).write_text(
                     "\n\n# ---- next graph ----\n\n".join(codes))
@@ -91,7 +114,7 @@ def main() -> int:
                     launches = kernel_launches(fns[who])
                     graph_us = timer.graph(fns[who]).median_us
                     record.append({"case": name, "who": who, "compile": compile_no, "graph_us": graph_us,
-                                   "launches": launches})
+                                   "launches": launches, **({"picked": picks} if who != "kernel" else {})})
                     for k in launches:
                         print(f"{name:32s} {who:14s} #{compile_no} graph {graph_us:6.3f} us grid={k['grid']} "
                               f"block={k['block']} regs={k['registers']} smem={k['shared_memory']} "

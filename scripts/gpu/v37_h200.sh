@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Prepared in 2026-12-04's ninth session (not run; issue 19). ~420 s on a fresh machine:
+# Prepared in 2026-12-04's ninth session (not run; issue 19). ~480 s on a fresh machine:
 # 1. geglu, rope and adaln re-recorded in bf16 with `pipeline bench`'s fresh compiles (every sample
 #    compiles and autotunes torch.compile afresh; rmsnorm's NOTES.md "Version 12"), `--samples 3`:
 #    their records still come from samples that shared one compile. Prediction: where torch.compile
 #    reduces (adaln's rows) its samples spread wider than before and the counts move by a shape or
 #    two; rope and geglu (pointwise, one config) unchanged within the spread.
-# 2. (The launch-shape probe of rmsnorm's fused decode ran as the ninth session's call 7: both of
-#    Inductor's picks launch one 512-thread program per row; rmsnorm's NOTES.md "Version 12".)
+# 2. rmsnorm's fused op at 8, 64 and 128 rows: torch.compile compiled six times afresh
+#    (`scripts/gpu/inductor_probe.py --compiles 6`), each compile's autotuned config (XBLOCK,
+#    R0_BLOCK, warps, stages) beside its launch and graph-replay time. The ninth session's call 7
+#    found one launch shape (a 512-thread program per row) at 26 or 28 registers. Prediction: the
+#    two picks are R0_BLOCK 1024 and 2048 (or 2048 and 4096) at 16 warps, the faster the one with
+#    fewer loop steps, i.e. wider loads per thread; then try that load width in rows_one.
 # Then update KNOWN_MISSES (scripts/gpu/target_counts.py prints the entries), each kernel's card and NOTES.
 # Device tool: carry [".whl"], command `bash scripts/gpu/v37_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
-MAX_JOBS=16 DEADLINE=${DEADLINE:-520} KERNELS="geglu rope adaln" SMOKE="" \
-  SAMPLES=3 TESTS=0 bash scripts/gpu/run_all_h200.sh
+PROBE='python3 scripts/gpu/inductor_probe.py rmsnorm /tmp/build-rmsnorm fused_add_rms_norm/8x4096 \
+  fused_add_rms_norm/64x4096 fused_add_rms_norm/128x4096 --compiles 6 --out "$RES/inductor-fused" \
+  > "$RES/inductor-fused.txt" 2>&1; echo "probe rc=$?"; grep -E "picked|graph" "$RES/inductor-fused.txt" | cut -c1-200'
+MAX_JOBS=16 DEADLINE=${DEADLINE:-540} KERNELS="rmsnorm geglu rope adaln" SMOKE="" BENCH="geglu rope adaln" \
+  SAMPLES=3 TESTS=0 EXTRA_LAST="$PROBE" bash scripts/gpu/run_all_h200.sh
