@@ -8,9 +8,14 @@
 # 2. rmsnorm's fused op at 8, 64 and 128 rows: torch.compile compiled six times afresh
 #    (`scripts/gpu/inductor_probe.py --compiles 6`), each compile's autotuned config (XBLOCK,
 #    R0_BLOCK, warps, stages) beside its launch and graph-replay time. The ninth session's call 7
-#    found one launch shape (a 512-thread program per row) at 26 or 28 registers. Prediction: the
-#    two picks are R0_BLOCK 1024 and 2048 (or 2048 and 4096) at 16 warps, the faster the one with
-#    fewer loop steps, i.e. wider loads per thread; then try that load width in rows_one.
+#    found one launch shape (a 512-thread program per row) at 26 or 28 registers. Prediction, from
+#    Inductor's config list for an INNER reduction (torch's triton_heuristics._reduction_configs: the
+#    add_persistent_rblock config XBLOCK 1 x R0_BLOCK 4096 and the contiguous config XBLOCK 1 x
+#    R0_BLOCK 2048, both 16 warps): the two picks are those, the 4096 one (one loop step, 28
+#    registers, rows_one's load shape) the faster at 64x4096 (call 7's few timings lean that way).
+#    If so, rows_one already has the faster pick's shape and the gap is in the instructions around
+#    the loads (Version 11's ncu: ours 1.61 M against 1.44 M at fused 512x4096); if not, try two
+#    8-byte loads per thread in rows_one.
 # Then update KNOWN_MISSES (scripts/gpu/target_counts.py prints the entries), each kernel's card and NOTES.
 # Device tool: carry [".whl"], command `bash scripts/gpu/v37_h200.sh`.
 set -uo pipefail
