@@ -4,6 +4,9 @@
 # rmsnorm_cuda/ and from the work tree's, compared byte for byte; extra args are nvcc flags for both
 # sides (e.g. -DRMSNORM_TUNE_ENV for the tuning build). CPU only: nvcc, no torch headers.
 #   bash scripts/gpu/rmsnorm_ptx_same.sh HEAD~1 [-DFLAG ...]    exit 0: identical, 1: different
+# RENAME (optional): a sed script applied to the work tree's PTX first, for a change that only
+# renames kernels (a template parameter added with a default changes the mangled names), e.g.
+#   RENAME='s/(rows_one[A-Za-z0-9_]*)Li0EE/\1E/g' bash scripts/gpu/rmsnorm_ptx_same.sh HEAD
 set -euo pipefail
 REV=${1:?usage: rmsnorm_ptx_same.sh REV [NVCC_FLAG ...]}; shift
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -23,9 +26,10 @@ git archive "$REV" "$SRC" | tar -x -C "$tmp/rev"
 } > "$tmp/all.cu"
 "$NVCC" -ptx -arch=sm_90 -O3 -std=c++17 "$@" -I"$tmp/rev/$SRC" "$tmp/all.cu" -o "$tmp/rev.ptx"
 "$NVCC" -ptx -arch=sm_90 -O3 -std=c++17 "$@" -I"$SRC" "$tmp/all.cu" -o "$tmp/tree.ptx"
+if [ -n "${RENAME:-}" ]; then sed -E -i "$RENAME" "$tmp/tree.ptx"; fi
 entries=$(grep -c '\.entry' "$tmp/tree.ptx")
 if cmp -s "$tmp/rev.ptx" "$tmp/tree.ptx"; then
-  echo "identical: $entries entry points ($REV vs the work tree${*:+, $*})"
+  echo "identical: $entries entry points ($REV vs the work tree${*:+, $*}${RENAME:+, renamed by $RENAME})"
 else
   echo "different: $REV vs the work tree${*:+, $*} ($(diff "$tmp/rev.ptx" "$tmp/tree.ptx" | grep -c '^[<>]') lines)"; exit 1
 fi

@@ -174,6 +174,15 @@
 #ifndef RMSNORM_HEAD
 #define RMSNORM_HEAD 1
 #endif
+// RMSNORM_ONE_STATIC: rows_one with the row's vector count compiled in for rows of 256, 512 and
+// 1024 vectors (16-bit hidden 2048, 4096, 8192; one thread per vector, so every lane is on), where
+// the runtime form divides the hidden size, predicates the loads, computes the warp count's power
+// of two and branches around each of the cross-warp shuffles (bf16 fused: 198 SASS instructions,
+// the first load at 34). Default 0 (not measured yet; NOTES.md "Version 12"): at 0 the PTX of every
+// launch is the shipped build's (scripts/gpu/rmsnorm_ptx_same.sh).
+#ifndef RMSNORM_ONE_STATIC
+#define RMSNORM_ONE_STATIC 0
+#endif
 #if defined(RMSNORM_TUNE_ENV) || RMSNORM_HEAD
 #define RMSNORM_HEAD_KERNELS 1
 #else
@@ -502,15 +511,18 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
 // one per lane and added by shuffles (log2 of the warp count), where
 // group_sum adds them one after another in a runtime-length loop. I: the
 // offsets' type (int32_t where they fit).
-template <typename T, bool FUSED, typename I>
+// NVEC: the row's vector count, compile-time (RMSNORM_ONE_STATIC, launched with NVEC threads: a
+// power-of-two count of whole warps), or 0 (runtime).
+template <typename T, bool FUSED, typename I, int NVEC = 0>
 __global__ void __launch_bounds__(1024) rows_one(Params<T> p) {
+  static_assert(NVEC == 0 || (NVEC % 32 == 0 && (NVEC & (NVEC - 1)) == 0), "whole warps, a power of two");
   using V = Vec16<T>;
   constexpr int N = V::N;
   __shared__ float red[32];
   const int tx = threadIdx.x;
   const int lane = tx & 31;
-  const int nvec = p.hidden / N;
-  const bool on = tx < nvec;
+  const int nvec = NVEC ? NVEC : p.hidden / N;
+  const bool on = NVEC ? true : tx < nvec;
   const I row = (I)blockIdx.x;
   const I col = (I)tx * N;
   V w, a;
@@ -537,13 +549,14 @@ __global__ void __launch_bounds__(1024) rows_one(Params<T> p) {
 #pragma unroll
   for (int j = 0; j < N; ++j) sq[j] = f[j] * f[j];
   float ss = warp_sum(tree_sum(sq));  // idle lanes hold zeros
-  const int warps = (int)(blockDim.x >> 5);
+  const int warps = NVEC ? NVEC / 32 : (int)(blockDim.x >> 5);
   if (lane == 0) red[tx >> 5] = ss;
   __syncthreads();
   // Every lane reads a partial (lane mod the warp count rounded up to a power
   // of two; zeros past the count), so after log2 of that many butterfly steps
   // every lane of every warp holds the row's sum: no second barrier.
-  const int span = 1 << (32 - __clz(warps - 1));  // warps rounded up to a power of two (1: 1)
+  // warps rounded up to a power of two (1: 1); NVEC's 8, 16 and 32 warps are powers of two
+  const int span = NVEC ? NVEC / 32 : 1 << (32 - __clz(warps - 1));
   const int slot = lane & (span - 1);
   float t = slot < warps ? red[slot] : 0.f;
 #pragma unroll
@@ -1244,6 +1257,16 @@ inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stre
   if (c.kind == 7) return launch_cluster<T, FUSED>(p, c, stream);
   if (c.kind == 8) {  // one block per row: c.grid == rows
     const dim3 g1((unsigned)c.grid), b1((unsigned)c.tx);
+#if RMSNORM_ONE_STATIC
+    if (offsets_fit_i32(p) && c.tx * Vec16<T>::N == p.hidden) {
+      switch (c.tx) {
+        case 256: rows_one<T, FUSED, int32_t, 256><<<g1, b1, 0, stream>>>(p); return cudaGetLastError();
+        case 512: rows_one<T, FUSED, int32_t, 512><<<g1, b1, 0, stream>>>(p); return cudaGetLastError();
+        case 1024: rows_one<T, FUSED, int32_t, 1024><<<g1, b1, 0, stream>>>(p); return cudaGetLastError();
+        default: break;  // other widths: the runtime form
+      }
+    }
+#endif
     if (offsets_fit_i32(p)) rows_one<T, FUSED, int32_t><<<g1, b1, 0, stream>>>(p);
     else rows_one<T, FUSED, int64_t><<<g1, b1, 0, stream>>>(p);
     return cudaGetLastError();
