@@ -6,7 +6,7 @@
 # int32 forms: bf16 fused 200 -> 151 SASS instructions (first load 34 -> 20), plain 150 -> 109 (21 ->
 # 13); float16 fused 235 -> 155, plain 174 -> 109; 30-32 registers, no spill; Triton's fused kernel
 # there was 172. The shipped build is unchanged: `RENAME='s/(rows_one[A-Za-z0-9_]*)Li0EE/\1E/g'
-# bash scripts/gpu/rmsnorm_ptx_same.sh` of the commit before the knob, identical PTX at 0.
+# bash scripts/gpu/rmsnorm_ptx_same.sh bd09902` (the commit before the knob): identical PTX at 0.
 # Smoke of the variant with 2 seeds, the shipped build benched in bf16 (`--samples 3`, fresh
 # compiles), the variant likewise, compared with the shipped build's figures of this call.
 # Prediction: under graph replay the fused op at 1-128x4096 0.05-0.10 us faster (64x4096 2.07 ->
