@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Prepared in 2026-12-06's tenth session (issue 19), to run right after v38 only if the variant wins:
-# rmsnorm with RMSNORM_ONE_STATIC=1 as the default (flipped in this call's copy, then committed here
-# if the record holds), smoked with 3 seeds and recorded in bf16 and float16 with fresh compiles
-# (`--samples 3`): a default flips only with its own smoke and record from one call.
-# Prediction: v38's variant figures within the samples (graph replay at fused 1-128x4096 level
-# with or ahead of torch.compile's faster pick); smoke all pass.
-# ~520 s on a warm machine. Device tool: carry [".whl"], command `bash scripts/gpu/v39_h200.sh`.
+# Prepared in 2026-12-06's tenth session (issue 19): the H200 record of rmsnorm as shipped, with
+# RMSNORM_ONE_STATIC on (default 1 since this session, from an H100's A/B: rmsnorm NOTES.md
+# "Version 13"), smoked with 3 seeds and recorded in bf16 and float16 with fresh compiles
+# (`--samples 3`). Prediction, from the H100's A/B and the H200 record of the build before
+# (results/h200.json, 2026-12-04): every x4096 case 0.1-0.5 us faster flushed; under graph replay
+# the fused op at 8-128x4096 at most torch.compile's fastest compile (1.96-2.34 -> ~1.80-2.15 against
+# 1.87-2.23), so the bf16 graph count 10/16 -> 14-15/16; the wide rows (7168, 8192 but 1x/64x8192)
+# and the per-head rows unchanged within the samples; smoke all pass.
+# Then: results/h200.* and h200-float16.* from this call, KNOWN_MISSES / KNOWN_BEHIND
+# (`python3 scripts/gpu/target_counts.py ...` prints the entries), the card, NOTES.md, RUNS.md.
+# ~520 s on a fresh machine. Device tool: carry [".whl"], command `bash scripts/gpu/v39_h200.sh`.
 set -uo pipefail
 sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/*/build.toml
-sed -i 's/^#define RMSNORM_ONE_STATIC 0$/#define RMSNORM_ONE_STATIC 1/' kernels-src/rmsnorm/rmsnorm_cuda/rmsnorm_kernels.cuh
 grep -n '^#define RMSNORM_ONE_STATIC' kernels-src/rmsnorm/rmsnorm_cuda/rmsnorm_kernels.cuh
 MAX_JOBS=16 DEADLINE=${DEADLINE:-560} KERNELS="rmsnorm" SMOKE="rmsnorm" BENCH="rmsnorm" SAMPLES=3 TESTS=0 \
   DTYPES="float16" DTYPE_BENCH="rmsnorm" bash scripts/gpu/run_all_h200.sh

@@ -177,11 +177,13 @@
 // RMSNORM_ONE_STATIC: rows_one with the row's vector count compiled in for rows of 256, 512 and
 // 1024 vectors (16-bit hidden 2048, 4096, 8192; one thread per vector, so every lane is on), where
 // the runtime form divides the hidden size, predicates the loads, computes the warp count's power
-// of two and branches around each of the cross-warp shuffles (bf16 fused: 198 SASS instructions,
-// the first load at 34). Default 0 (not measured yet; NOTES.md "Version 12"): at 0 the PTX of every
-// launch is the shipped build's (scripts/gpu/rmsnorm_ptx_same.sh).
+// of two and branches around each of the cross-warp shuffles (bf16 fused: 200 -> 151 SASS
+// instructions, the first load 34 -> 20). 1 (shipped) since 2026-12-06's tenth session: one H100
+// call, both builds side by side, bf16 x4096 faster at all 24 cases (graph replay at fused 64x4096
+// 2.19 -> 1.98 us, level with or ahead of torch.compile at all 10 decode cases against 6) and 3-seed
+// smoke 981/981 (NOTES.md "Version 12"). 0: the runtime form everywhere, as recorded on the H200.
 #ifndef RMSNORM_ONE_STATIC
-#define RMSNORM_ONE_STATIC 0
+#define RMSNORM_ONE_STATIC 1
 #endif
 #if defined(RMSNORM_TUNE_ENV) || RMSNORM_HEAD
 #define RMSNORM_HEAD_KERNELS 1
