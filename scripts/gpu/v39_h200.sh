@@ -3,10 +3,12 @@
 # RMSNORM_ONE_STATIC on (default 1 since this session, from an H100's A/B: rmsnorm NOTES.md
 # "Version 13"), smoked with 3 seeds and recorded in bf16 and float16 with fresh compiles
 # (`--samples 3`). Prediction, from the H100's A/B and the H200 record of the build before
-# (results/h200.json, 2026-12-04): every x4096 case 0.1-0.5 us faster flushed; under graph replay
-# the fused op at 8-128x4096 at most torch.compile's fastest compile (1.96-2.34 -> ~1.80-2.15 against
-# 1.87-2.23), so the bf16 graph count 10/16 -> 14-15/16; the wide rows (7168, 8192 but 1x/64x8192)
-# and the per-head rows unchanged within the samples; smoke all pass.
+# (results/h200.json, 2026-12-04): under graph replay the decode rows of 4096 0.08-0.2 us faster, the
+# fused op at 8-128x4096 at most torch.compile's fastest compile (1.96-2.34 -> ~1.78-2.15 against
+# 1.87-2.23), so the bf16 graph count 10/16 -> 14-15/16; flushed, the decode rows level or up to
+# 0.3 us faster (the H100's flushed A/B drifted as a whole: NOTES.md "Version 13"), the rows from
+# one wave up, the wide rows and the per-head rows unchanged within the samples; smoke all pass.
+# Check the baselines against the 2026-12-04 record before reading a kernel figure as a gain.
 # Then: results/h200.* and h200-float16.* from this call, KNOWN_MISSES / KNOWN_BEHIND
 # (`python3 scripts/gpu/target_counts.py ...` prints the entries), the card, NOTES.md, RUNS.md.
 # ~520 s on a fresh machine. Device tool: carry [".whl"], command `bash scripts/gpu/v39_h200.sh`.

@@ -179,9 +179,10 @@
 // the runtime form divides the hidden size, predicates the loads, computes the warp count's power
 // of two and branches around each of the cross-warp shuffles (bf16 fused: 200 -> 151 SASS
 // instructions, the first load 34 -> 20). 1 (shipped) since 2026-12-06's tenth session: one H100
-// call, both builds side by side, bf16 x4096 faster at all 24 cases (graph replay at fused 64x4096
-// 2.19 -> 1.98 us, level with or ahead of torch.compile at all 10 decode cases against 6) and 3-seed
-// smoke 981/981 (NOTES.md "Version 12"). 0: the runtime form everywhere, as recorded on the H200.
+// call, both builds side by side, bf16 decode under graph replay 0.08-0.21 us faster (fused 64x4096
+// 2.19 -> 1.98 us), at or under torch.compile's fastest compile at all 10 decode cases of 4096
+// against 6, and 3-seed smoke 981/981 (NOTES.md "Version 13"). 0: the runtime form everywhere, as
+// recorded on the H200.
 #ifndef RMSNORM_ONE_STATIC
 #define RMSNORM_ONE_STATIC 1
 #endif
