@@ -4,6 +4,7 @@ every shell script parses, and every sweep names real bench cases with well-form
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -101,3 +102,38 @@ def test_sweep_pick_takes_the_fastest_configuration_timed_everywhere(tmp_path):
     best, mean = module.pick(rows, "9,")
     assert best == "9,2" and abs(mean - 0.95) < 1e-9
     assert module.pick(rows, "7,") is None
+
+
+def test_compare_bench_reports_the_run_drift_from_the_steady_baselines(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("gpu_compare_bench", GPU / "compare_bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def case(name, kernel, eager, fused_eager, compiled, graph_eager=None):
+        r = {"name": name, "times_us": {"kernel": kernel, "eager": eager, "add + F.rms_norm": fused_eager,
+                                        "torch.compile": compiled}}
+        if graph_eager:
+            r["graph_times_us"] = {"kernel": kernel / 3, "eager": graph_eager, "torch.compile": compiled / 3}
+        return r
+
+    first = {"a": case("a", 10.0, 20.0, 30.0, 11.0, 4.0), "b": case("b", 5.0, 8.0, 12.0, 6.0),
+             "c": case("c", 1.0, 2.0, 3.0, 1.0)}
+    # the second run 2 % faster for every steady baseline; torch.compile drew a slower compile (ignored),
+    # case c is not in the later record (a run with --only), d not in the first
+    later = {"a": case("a", 9.0, 19.6, 29.4, 14.0, 4.0), "b": case("b", 4.5, 7.84, 11.76, 9.0),
+             "d": case("d", 1.0, 1.0, 1.0, 1.0)}
+    drift = module.baseline_drift(first, later)
+    assert set(drift) == {"eager", "add + F.rms_norm"}
+    assert all(abs(v - 0.98) < 1e-9 for v in drift.values())
+    assert module.baseline_drift(first, later, "graph_times_us") == {"eager": 1.0}
+    assert module.baseline_drift(first, first) == {"eager": 1.0, "add + F.rms_norm": 1.0}
+
+    paths = []
+    for n, rows in (("base", first), ("new", later)):
+        p = tmp_path / f"{n}.json"
+        p.write_text(json.dumps({"results": list(rows.values())}))
+        paths.append(f"{n}={p}")
+    assert module.main(paths) == 0
+    out = capsys.readouterr().out
+    assert "drift new against base, flushed: eager x0.980, add + F.rms_norm x0.980" in out
+    assert "drift new against base, graph: eager x1.000" in out
