@@ -16,13 +16,17 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from pipeline.bench_report import COMPILED_BASELINE  # noqa: E402
 
 
 def steady(name: str) -> bool:
     """A baseline whose code is the same in every record: not the kernel, and not torch.compile,
     whose autotuner picks a different kernel from one compile to the next."""
-    return name != "kernel" and "compile" not in name
+    return name not in ("kernel", COMPILED_BASELINE)
 
 
 def baseline_drift(first: dict, later: dict, key: str = "times_us") -> dict[str, float]:
@@ -49,11 +53,11 @@ def main(args: list[str]) -> int:
         # a record without the case (a run with --only) leaves its column blank, not shifted
         line = f"{case:<34}" + "".join(f"{rows[n][case]['times_us']['kernel']:9.2f}" if case in rows[n] else f"{'':9}"
                                        for n in names)
-        line += f"{r['times_us'].get('torch.compile', float('nan')):9.2f}"
+        line += f"{r['times_us'].get(COMPILED_BASELINE, float('nan')):9.2f}"
         if r.get("graph_times_us"):
             line += " | " + " ".join(f"{rows[n][case]['graph_times_us']['kernel']:.2f}" if case in rows[n] else "-"
                                      for n in names)
-            line += f" {r['graph_times_us'].get('torch.compile', float('nan')):.2f}"
+            line += f" {r['graph_times_us'].get(COMPILED_BASELINE, float('nan')):.2f}"
         print(line)
     for n in names[1:]:
         for key, label in (("times_us", "flushed"), ("graph_times_us", "graph")):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in 2026-12-04's ninth session, run in 2026-12-06's tenth on an H100 (outcome: rmsnorm
-# NOTES.md "Version 13"; ONE_STATIC shipped, so the variant now equals the shipped build) (issue 19): rmsnorm -DRMSNORM_ONE_STATIC=1,
+# Issue 19. Prepared in 2026-12-04's ninth session, run in 2026-12-06's tenth on an H100 (outcome:
+# rmsnorm NOTES.md "Version 13"; ONE_STATIC shipped, so the variant now equals the shipped build):
+# rmsnorm -DRMSNORM_ONE_STATIC=1,
 # rows_one with the row's vector count compiled in for rows of 256, 512 and 1024 vectors (16-bit
 # hidden 2048, 4096, 8192), the decode launch where the fused op under graph replay is 0.07-0.12 us
 # behind torch.compile's faster pick (rmsnorm NOTES.md "Version 12"). ptxas (sm_90, nvcc 13.0),
