@@ -67,6 +67,14 @@ def adaln_cases(dtype: str) -> list[dict]:
             case("more", "layer", 16, 256, 384, dtype)]
 
 
+def _print_row(c: bench.CaseBench) -> None:
+    t = {k: v.median_us for k, v in c.timings.items()}
+    best = min(c.baselines, key=lambda b: t[b])
+    g = {k: v.median_us for k, v in c.graph_timings.items()}
+    graph = f"{g['kernel']:7.2f} {g.get('torch.compile', float('nan')):7.2f}" if "kernel" in g else ""
+    print(f"{c.name:<44} {t['kernel']:9.2f} {best:>14} {t[best]:9.2f} {t[best] / t['kernel']:6.2f} | {graph}", flush=True)
+
+
 CASES = {"rmsnorm": rmsnorm_cases, "geglu": geglu_cases, "rope": rope_cases, "adaln": adaln_cases}
 
 
@@ -87,7 +95,14 @@ def main() -> int:
         cases = [c for c in cases if args.only in c["name"]]
     loaded = load_variant(args.build)
     device = torch.device("cuda" if loaded.backend == "cuda" else "cpu")
-    copy_gbs, results = bench.run_cases(loaded.module, cases, device, reps=args.reps, samples=args.samples)
+    # One case at a time, each printed as it is timed: a run cut off by its deadline still says something.
+    copy_gbs, results = 0.0, []
+    print(f"{'case':<44} {'kernel':>9} {'best baseline':>24} {'x':>6} | graph: {'kernel':>7} {'compile':>7}", flush=True)
+    for case in cases:
+        gbs, (result,) = bench.run_cases(loaded.module, [case], device, reps=args.reps, samples=args.samples)
+        copy_gbs = max(copy_gbs, gbs)
+        results.append(result)
+        _print_row(result)
     report = bench.BenchReport(
         kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", torch=torch.__version__,
@@ -98,13 +113,6 @@ def main() -> int:
     data = report.to_json()
     if args.out:
         args.out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"{'case':<44} {'kernel':>9} {'best baseline':>24} {'x':>6} | graph: {'kernel':>7} {'compile':>7}")
-    for row in data["results"]:
-        t = row["times_us"]
-        best = min(row["baselines"], key=lambda b: t[b])
-        g = row.get("graph_times_us", {})
-        graph = f"{g['kernel']:7.2f} {g.get('torch.compile', float('nan')):7.2f}" if "kernel" in g else ""
-        print(f"{row['name']:<44} {t['kernel']:9.2f} {best:>14} {t[best]:9.2f} {t[best] / t['kernel']:6.2f} | {graph}")
     misses = [m for m in bench_report.target_misses(data) if "of copy bandwidth" not in m]
     print(f"{len(misses)} figures where a baseline is faster:" if misses else "the kernel is ahead everywhere")
     for line in misses:
