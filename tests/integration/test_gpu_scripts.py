@@ -137,3 +137,27 @@ def test_compare_bench_reports_the_run_drift_from_the_steady_baselines(tmp_path,
     out = capsys.readouterr().out
     assert "drift new against base, flushed: eager x0.980, add + F.rms_norm x0.980" in out
     assert "drift new against base, graph: eager x1.000" in out
+
+
+def _more_shapes():
+    spec = importlib.util.spec_from_file_location("gpu_more_shapes", GPU / "more_shapes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("kernel", sorted(_more_shapes().CASES))
+def test_more_shapes_are_well_formed_cases_outside_the_benchmark(kernel):
+    """more_shapes.py exists to time what the benchmark does not: each of its cases follows bench's
+    case contract, names are unique, and none repeats a bench case (in any dtype it is run in)."""
+    module = _more_shapes()
+    for dtype in bench.DTYPES:
+        cases = module.CASES[kernel](dtype)
+        names = [c["name"] for c in cases]
+        assert cases and len(names) == len(set(names)), names
+        for case in cases:
+            missing = {"name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines"} - set(case)
+            assert not missing and case["dtype"] == dtype and callable(case["setup"]), (case["name"], missing)
+            assert "torch.compile" in case["baselines"], case["name"]
+        known = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / kernel, dtype)}
+        assert not set(names) & known, sorted(set(names) & known)
