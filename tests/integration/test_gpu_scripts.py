@@ -24,11 +24,16 @@ def test_device_script_parses(script):
     assert proc.returncode == 0, proc.stderr
 
 
-def _sweeps():
-    spec = importlib.util.spec_from_file_location("gpu_sweep", GPU / "sweep.py")
+def _script(name: str):
+    """A Python script of scripts/gpu imported as a module (it runs nothing on import)."""
+    spec = importlib.util.spec_from_file_location(f"gpu_{name}", GPU / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _sweeps():
+    return _script("sweep")
 
 
 @pytest.mark.parametrize("name", sorted(_sweeps().SWEEPS))
@@ -88,9 +93,7 @@ def test_variants_sets_the_steps_run_all_runs(tmp_path):
 
 
 def test_sweep_pick_takes_the_fastest_configuration_timed_everywhere(tmp_path):
-    spec = importlib.util.spec_from_file_location("gpu_sweep_pick", GPU / "sweep_pick.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _script("sweep_pick")
     rows = [
         {"case": "a", "config": "rule", "us": 10.0}, {"case": "b", "config": "rule", "us": 20.0},
         {"case": "a", "config": "9,1", "us": 9.0}, {"case": "b", "config": "9,1", "us": 21.0},   # 0.975
@@ -105,9 +108,7 @@ def test_sweep_pick_takes_the_fastest_configuration_timed_everywhere(tmp_path):
 
 
 def test_compare_bench_reports_the_run_drift_from_the_steady_baselines(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("gpu_compare_bench", GPU / "compare_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _script("compare_bench")
 
     def case(name, kernel, eager, fused_eager, compiled, graph_eager=None):
         r = {"name": name, "times_us": {"kernel": kernel, "eager": eager, "add + F.rms_norm": fused_eager,
@@ -139,18 +140,11 @@ def test_compare_bench_reports_the_run_drift_from_the_steady_baselines(tmp_path,
     assert "drift new against base, graph: eager x1.000" in out
 
 
-def _more_shapes():
-    spec = importlib.util.spec_from_file_location("gpu_more_shapes", GPU / "more_shapes.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.mark.parametrize("kernel", sorted(_more_shapes().CASES))
+@pytest.mark.parametrize("kernel", sorted(_script("more_shapes").CASES))
 def test_more_shapes_are_well_formed_cases_outside_the_benchmark(kernel):
     """more_shapes.py exists to time what the benchmark does not: each of its cases follows bench's
     case contract, names are unique, and none repeats a bench case (in any dtype it is run in)."""
-    module = _more_shapes()
+    module = _script("more_shapes")
     for dtype in bench.DTYPES:
         cases = module.CASES[kernel](dtype)
         names = [c["name"] for c in cases]
