@@ -6,7 +6,7 @@
 # sample per case, torch.compile compiled afresh per case. Prediction: rmsnorm ahead of F.rms_norm
 # and eager everywhere and within ~3 % of torch.compile at the shapes its rule never saw (the same
 # launch kinds serve them: rows_one for 16-bit decode rows of 256-1024 vectors, rows_reg elsewhere),
-# except possibly hidden 1536 (192 vectors: rows_reg with 48 of 64 lanes busy) and 96 (12 vectors:
+# except possibly hidden 1536 (192 vectors: rows_reg or rows_async, 48 of 64 lanes busy) and 96 (12 vectors:
 # rows_small at 16 lanes); geglu, rope, adaln within a few per cent of torch.compile, as at their
 # benchmark's neighbours. A loss of 1.5x or more names a wrong launch shape.
 # ~250-350 s. Device tool: carry [".whl"], command `bash scripts/gpu/v41_h200.sh`.
