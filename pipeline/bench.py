@@ -190,19 +190,26 @@ def load_cases(path: Path, dtype: str | None = None) -> list[dict]:
                               "tensors in that dtype and naming it in the case's \"dtype\"")
     cases = call_cases(make, path, error=BenchError, code="bench-cases-failed",
                        arguments={"dtype": dtype} if dtype is not None else None)
-    problems = []
-    for i, case in enumerate(cases):
-        for key in ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines"):
-            if key not in case:
-                problems.append(f"case {i} has no {key!r}")
-        if dtype is not None and "dtype" in case and case["dtype"] != dtype:
-            problems.append(f"case {case.get('name', i)!r} says dtype {case['dtype']!r} in a {dtype} run")
-    names = [c.get("name") for c in cases]
-    problems += [f"case name {n!r} is not unique" for n in sorted({n for n in names if names.count(n) > 1})]
+    problems = case_problems(cases, dtype)
     if problems or not cases:
         raise BenchError("the case file does not follow the contract: " + ("; ".join(problems) or "no cases"),
                          path=str(path), code="bench-cases-invalid", hint="see pipeline/bench.py's docstring")
     return cases
+
+
+CASE_KEYS = ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines")
+
+
+def case_problems(cases: list[dict], dtype: str | None = None) -> list[str]:
+    """What breaks the case contract (module docstring): missing keys, a dtype other than the
+    run's, names that are not unique."""
+    problems = []
+    for i, case in enumerate(cases):
+        problems += [f"case {i} has no {key!r}" for key in CASE_KEYS if key not in case]
+        if dtype is not None and "dtype" in case and case["dtype"] != dtype:
+            problems.append(f"case {case.get('name', i)!r} says dtype {case['dtype']!r} in a {dtype} run")
+    names = [c.get("name") for c in cases]
+    return problems + [f"case name {n!r} is not unique" for n in sorted({n for n in names if names.count(n) > 1})]
 
 
 def _takes(function, name: str) -> bool:
@@ -421,6 +428,16 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
                   report=report)
     copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report,
                                   samples=samples)
+    return BenchReport(kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
+                       device=device_name, torch=torch.__version__, copy_gbs=copy_gbs,
+                       method=method_record(device, reps=reps, warmup=warmup, samples=samples),
+                       cases=tuple(results), command=command,
+                       created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+def method_record(device, *, reps: int, warmup: int, samples: int) -> dict:
+    """How `run_cases` timed a record, as the record says it (bench_report reads "torch_compile"
+    and "samples" to choose which figures the targets compare)."""
     method = {
         "timer": "cuda events" if device.type == "cuda" else "host perf_counter",
         "statistic": "median", "reps": reps, "warmup": warmup,
@@ -439,7 +456,4 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
     if device.type == "cuda":
         method["graph"] = (f"cases up to {GRAPH_MAX_BYTES >> 20} MiB (or marked graph=True): {GRAPH_CALLS} calls "
                            "captured back to back in one CUDA graph, median replay time over the calls, no flush")
-    return BenchReport(kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
-                       device=device_name, torch=torch.__version__, copy_gbs=copy_gbs, method=method,
-                       cases=tuple(results), command=command,
-                       created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return method

@@ -91,6 +91,8 @@ def main() -> int:
     import torch
 
     cases = CASES[args.kernel](args.dtype)
+    if problems := bench.case_problems(cases, args.dtype):
+        raise SystemExit("more_shapes: " + "; ".join(problems))
     if args.only:
         cases = [c for c in cases if args.only in c["name"]]
     loaded = load_variant(args.build)
@@ -99,7 +101,8 @@ def main() -> int:
     copy_gbs, results = 0.0, []
     print(f"{'case':<44} {'kernel':>9} {'best baseline':>24} {'x':>6} | graph: {'kernel':>7} {'compile':>7}", flush=True)
     for case in cases:
-        gbs, (result,) = bench.run_cases(loaded.module, [case], device, reps=args.reps, samples=args.samples)
+        gbs, (result,) = bench.run_cases(loaded.module, [case], device, reps=args.reps, warmup=10,
+                                         samples=args.samples)
         copy_gbs = max(copy_gbs, gbs)
         results.append(result)
         _print_row(result)
@@ -108,8 +111,7 @@ def main() -> int:
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", torch=torch.__version__,
         copy_gbs=copy_gbs, cases=tuple(results), command=" ".join(["python3", *sys.argv]),
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        method={"statistic": "median", "reps": args.reps, "samples": args.samples,
-                "torch_compile": "compiled and autotuned afresh for every case and sample (dynamo reset, Inductor caches off)"})
+        method=bench.method_record(device, reps=args.reps, warmup=10, samples=args.samples))
     data = report.to_json()
     if args.out:
         args.out.write_text(json.dumps(data, indent=1) + "\n")
