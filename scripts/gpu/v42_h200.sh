@@ -5,15 +5,8 @@
 # replay 0.08-0.2 us under the 2026-12-04 record), then scripts/gpu/more_shapes.py rmsnorm (shapes
 # outside the benchmark; prediction in v41_h200.sh's header) while time is left.
 # Device tool: carry [".whl"], command `bash scripts/gpu/v42_h200.sh`.
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-START=$(date +%s); DEADLINE=${DEADLINE:-230}
-left() { echo $(( DEADLINE - ($(date +%s) - START) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16
-sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/rmsnorm/build.toml
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+DEFAULT_DEADLINE=230
+source scripts/gpu/short_call_env.sh
 python3 -m pipeline build kernels-src/rmsnorm --backend local --out /tmp/build-rmsnorm > "$OUT/build.log" 2>&1
 echo "build rc=$? $(( $(date +%s) - START )) s"; tail -1 "$OUT/build.log"
 timeout "$(left)" python3 -m pipeline bench /tmp/build-rmsnorm --kernel kernels-src/rmsnorm --reps 100 --samples 3 \

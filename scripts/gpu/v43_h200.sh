@@ -5,16 +5,9 @@
 # an H100, the same sm_90 code), then the 4096-wide cases with `--samples 3` while time is left
 # (prediction in v39_h200.sh's header: under graph replay 0.08-0.2 us under the 2026-12-04 record).
 # Device tool: carry [".whl"], command `DEADLINE=… bash scripts/gpu/v43_h200.sh`.
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-START=$(date +%s); DEADLINE=${DEADLINE:-240}
-left() { echo $(( DEADLINE - ($(date +%s) - START) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH="/tmp/site:$PWD" TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16
-sed -i 's/^cuda-capabilities = .*/cuda-capabilities = ["9.0"]/' kernels-src/rmsnorm/build.toml
+DEFAULT_DEADLINE=240
+source scripts/gpu/short_call_env.sh
 grep -n '^#define RMSNORM_ONE_STATIC' kernels-src/rmsnorm/rmsnorm_cuda/rmsnorm_kernels.cuh
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 python3 -m pipeline build kernels-src/rmsnorm --backend local --out /tmp/build-rmsnorm > "$OUT/build.log" 2>&1
 echo "build rc=$? $(( $(date +%s) - START )) s"; tail -1 "$OUT/build.log"
 timeout "$(left)" python3 -m pipeline smoke /tmp/build-rmsnorm --kernel kernels-src/rmsnorm --seeds "${SEEDS:-1}" --json \
