@@ -197,6 +197,7 @@ def load_cases(path: Path, dtype: str | None = None) -> list[dict]:
     return cases
 
 
+WARMUP = 10  # untimed calls before a case is timed (the CLI's and the scripts' default)
 CASE_KEYS = ("name", "op", "group", "shape", "dtype", "bytes", "setup", "baselines")
 
 
@@ -257,7 +258,7 @@ def _time_sample(timer: Timer, fns: dict, impls: list[str], graphed: bool) -> tu
     return timings, graph_timings, graph_errors
 
 
-def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int = 10,
+def run_cases(module, cases: list[dict], device, *, reps: int = 100, warmup: int = WARMUP,
               report: Reporter = quiet, graph: bool | None = None,
               samples: int = 1, same_size_min_bytes: int = SAME_SIZE_MIN_BYTES) -> tuple[float, list[CaseBench]]:
     """Time every case; `graph` forces graph-replay timing on (True) or off (False) for
@@ -393,7 +394,7 @@ def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limi
                             "harness, they are not the kernel's", stage="bench"))
 
 
-def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = 10,
+def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = WARMUP,
               only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
               command: str = "", cpu_limit_s: float | None = None, dtype: str | None = None,
               samples: int = 1) -> BenchReport:

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pipeline.bench import CPU_LIMIT_S, DTYPES, markdown_table, plot, run_bench
+from pipeline.bench import CPU_LIMIT_S, DTYPES, WARMUP, markdown_table, plot, run_bench
 from pipeline.bundle import check_bundle, find_build_dir
 from pipeline.errors import BenchError
 from pipeline.fsutil import atomic_write_text, require_out_path
@@ -34,7 +34,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kernel", type=Path, default=None, metavar="PATH",
                         help="the kernel project whose cases to run (default: the workspace kernel named in the build)")
     parser.add_argument("--reps", type=int, default=100, help="timed repetitions per measurement (default 100)")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed calls first (default 10)")
+    parser.add_argument("--warmup", type=int, default=WARMUP, help=f"untimed calls first (default {WARMUP})")
     parser.add_argument("--samples", type=int, default=1, metavar="N",
                         help="time each case N times, each from a fresh setup (new tensors, a new torch.compile): "
                              "figures are the median, and the JSON and tables give the spread (default 1)")

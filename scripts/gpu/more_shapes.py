@@ -101,7 +101,7 @@ def main() -> int:
     copy_gbs, results = 0.0, []
     print(f"{'case':<44} {'kernel':>9} {'best baseline':>24} {'x':>6} | graph: {'kernel':>7} {'compile':>7}", flush=True)
     for case in cases:
-        gbs, (result,) = bench.run_cases(loaded.module, [case], device, reps=args.reps, warmup=10,
+        gbs, (result,) = bench.run_cases(loaded.module, [case], device, reps=args.reps, warmup=bench.WARMUP,
                                          samples=args.samples)
         copy_gbs = max(copy_gbs, gbs)
         results.append(result)
@@ -111,7 +111,7 @@ def main() -> int:
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", torch=torch.__version__,
         copy_gbs=copy_gbs, cases=tuple(results), command=" ".join(["python3", *sys.argv]),
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        method=bench.method_record(device, reps=args.reps, warmup=10, samples=args.samples))
+        method=bench.method_record(device, reps=args.reps, warmup=bench.WARMUP, samples=args.samples))
     data = report.to_json()
     if args.out:
         args.out.write_text(json.dumps(data, indent=1) + "\n")
