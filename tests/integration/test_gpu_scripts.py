@@ -1,5 +1,5 @@
 """The device scripts (scripts/gpu) are only run on a lent GPU, where a typo costs a call:
-every shell script parses, and every sweep names real bench cases with well-formed configurations."""
+every shell script parses, and every sweep names real bench (or more_shapes) cases with well-formed configurations."""
 
 from __future__ import annotations
 
@@ -36,8 +36,7 @@ def _script(name: str):
 def test_sweep_names_real_cases(name):
     module = _script("sweep")
     variable, plan = module.SWEEPS[name]
-    project = module.project_of(name)
-    cases = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / project, module.SWEEP_DTYPES.get(name))}
+    cases = set(module.sweep_cases(name))  # the bench's cases and more_shapes.py's
     assert set(plan) <= cases, sorted(set(plan) - cases)
     for configs in plan.values():
         for config in configs:
