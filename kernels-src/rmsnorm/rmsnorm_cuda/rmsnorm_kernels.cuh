@@ -164,6 +164,22 @@
 #ifndef RMSNORM_DECODE_ONE
 #define RMSNORM_DECODE_ONE 1
 #endif
+// RMSNORM_NARROW_ONE: 16-bit rows of 65-255 vectors (hidden 520-2040: Qwen2's 896 and 1536)
+// by the rows of 256-1024's rules: rows_one within one wave, and past it rows_reg, never rows_async.
+// Sweep rmsnorm-more (2026-12-07, thirteenth session, an H100, bf16, torch.compile in the same
+// process; NOTES.md "2026-12-07 (thirteenth session)"): 16384x896 20.70 -> 19.54 us (rows_async ->
+// rows_reg; torch.compile 19.55), 64x896 under graph replay 1.68 -> 1.65 (1.58), 1x896 1.76 -> 1.48
+// (1.47), 1x1536 1.86 -> 1.50 (1.66), 64x1536 1.97 -> 1.70 (1.84). 0: the rules before.
+#ifndef RMSNORM_NARROW_ONE
+#define RMSNORM_NARROW_ONE 1
+#endif
+// RMSNORM_WIDE_VPT4: 16-bit rows of 1025-1536 vectors (hidden 8200-12288) in batches from 2048 rows
+// at four vectors per thread (384 threads for 12288), where rows of up to 2048 vectors took eight
+// (measured at 2048x16384; the same sweep: 2048x12288 33.78 -> 32.32 us against torch.compile's
+// 32.96, 16384x12288 265.06 -> 263.10 against 263.23). 0: eight from 1025 vectors.
+#ifndef RMSNORM_WIDE_VPT4
+#define RMSNORM_WIDE_VPT4 1
+#endif
 // RMSNORM_HEAD: per-head rows (8, 16 or 32 vectors: hidden 64 and 128, Qwen3's q/k norms) of
 // the plain op in batches from 16384 rows launched as rows_head (kind 9: rows_small with the
 // row's vectors and the block's threads compile-time; head_by_rule below) instead of rows_small's
@@ -835,6 +851,7 @@ inline bool async_by_rule(int64_t rows, int nvec, bool fused, int elem_size) {
   const int64_t vectors = rows * (int64_t)nvec;
   if (RMSNORM_REG_STREAM16 && elem_size == 2 && nvec >= 256 && nvec <= 512)
     return false;
+  if (RMSNORM_NARROW_ONE && elem_size == 2 && nvec > 64 && nvec < 256) return false;  // rows_reg
   return vectors >= (fused ? (int64_t(1) << 21) : (int64_t(1) << 19));
 }
 
@@ -924,7 +941,8 @@ inline Config head_rule_config(int64_t rows, int nvec) {
 // resident blocks); behind past one wave (1024x3072, 1.5 waves: 7.71 against 7.36) and level at
 // two (fused 1024x4096).
 inline bool one_shape(int64_t rows, int nvec, int elem_size) {
-  return RMSNORM_DECODE_ONE && elem_size == 2 && nvec >= 256 && nvec <= 1024 && rows >= 1 && rows <= 4096;
+  return RMSNORM_DECODE_ONE && elem_size == 2 && nvec >= (RMSNORM_NARROW_ONE ? 65 : 256) && nvec <= 1024 &&
+         rows >= 1 && rows <= 4096;
 }
 
 inline Config one_config(int64_t rows, int nvec) {
@@ -1011,7 +1029,8 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // 16-bit rows of 1025-2048 vectors in batches from 2048 rows: 8 vectors x 256
       // threads, once bf16's one-step form fits (RMSNORM_OPAQUE_ROW; sweep rmsnorm-opq,
       // 2026-12-02 call 1, H200 bf16: 2048x16384 36.8 -> 34.9 us).
-      if (force_vpt == 0 && reg_wide16 && nvec > 1024 && nvec <= 2048 && rows >= 2048) vpt = 8;
+      // RMSNORM_WIDE_VPT4: from 1537 vectors (rows of 1025-1536 keep four: 384 threads at 12288).
+      if (force_vpt == 0 && reg_wide16 && nvec > (RMSNORM_WIDE_VPT4 ? 1536 : 1024) && nvec <= 2048 && rows >= 2048) vpt = 8;
       // A batch of a few rows is one partial wave: twice the threads per row
       // and half the vectors each finish a row sooner (H200, bf16: 128x4096
       // 5.25 -> 5.06 us, 512x4096 6.37 -> 6.21; at 3072, 192 threads were
