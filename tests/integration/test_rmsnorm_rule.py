@@ -57,6 +57,14 @@ DECIDED = {
     (64, 7168, 2, False): True, (1, 8192, 2, False): True, (64, 8192, 2, False): True,
     (264, 8192, 2, False): True, (265, 8192, 2, False): False,  # 132 x 2 blocks of 1024 threads
     (64, 16384, 2, False): False,   # past 1024 vectors
+    # RMSNORM_NARROW_ONE (sweep rmsnorm-more, 2026-12-07, an H100): rows of 65-255 vectors too;
+    # graph replay 1x896 1.76 -> 1.48 us, 1x1536 1.86 -> 1.50, 64x1536 1.97 -> 1.70
+    **{(r, h, 2, False): True for r in (1, 64) for h in (896, 1536)},
+    (2048, 896, 2, False): True,    # 2048 of 2112 resident blocks of 128 threads
+    (2048, 1536, 2, False): False,  # past one wave (1320 blocks of 192 threads)
+    (1, 1024, 2, True): True,
+    (16384, 896, 2, False): False,  # past one wave: rows_reg
+    (64, 512, 2, False): False,     # 64 vectors: rows_small
     (2048, 128, 2, False): False,   # rows_small
     (8192, 4096, 2, False): False,  # streaming batches keep rows_reg / rows_async
     # float32 was never swept with rows_one
@@ -156,7 +164,15 @@ STREAM_DECIDED = {
     (8192, 3072, 2, False): (ROWS_REG, 4),    # 26.58 -> 25.89
     (16384, 3072, 2, False): (ROWS_REG, 4),   # level
     (2048, 4096, 2, True): (ROWS_REG, 4),     # the fused op below 2^21 vectors, as before
-    (8192, 1024, 2, False): (ROWS_ASYNC, 4),  # 128 vectors: not swept, unchanged
+    (8192, 1024, 2, False): (ROWS_REG, 4),    # 128 vectors: RMSNORM_NARROW_ONE (as 896 below)
+    # sweep rmsnorm-more (2026-12-07, an H100): 16-bit rows of 65-255 vectors past one wave in
+    # registers (16384x896 20.70 -> 19.54 us), rows of 1025-1536 at four vectors (2048x12288
+    # 33.78 -> 32.32); 2048 vectors keep eight (2048x16384, sweep rmsnorm-opq)
+    (16384, 896, 2, False): (ROWS_REG, 4),
+    (16384, 1536, 2, False): (ROWS_REG, 4),
+    (2048, 12288, 2, False): (ROWS_REG, 4),
+    (16384, 12288, 2, False): (ROWS_REG, 4),
+    (2048, 16384, 2, False): (ROWS_REG, 8),
     (8192, 4096, 4, False): (ROWS_REG, 4),    # float32 kept rows_reg from 512 vectors already
     (8192, 1024, 4, False): (ROWS_ASYNC, 4),  # float32 below 512 vectors: unchanged
 }
@@ -166,6 +182,12 @@ def test_streaming_rows_keep_rows_reg_where_the_sweep_put_them(choose):
     shapes = list(STREAM_DECIDED)
     got = {s: (c[0], c[1]) for s, c in zip(shapes, choose(shapes))}
     assert got == STREAM_DECIDED
+
+
+def test_narrow_knobs_off_restore_the_rules_before(tmp_path):
+    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_NARROW_ONE=0", "-DRMSNORM_WIDE_VPT4=0")
+    got = run([(64, 896, 2, 0), (16384, 896, 2, 0), (2048, 12288, 2, 0)])
+    assert [(c[0], c[1]) for c in got] == [(ROWS_REG, 4), (ROWS_ASYNC, 4), (ROWS_REG, 8)]
 
 
 def test_stream_knob_off_restores_rows_async(tmp_path):
