@@ -193,3 +193,17 @@ def test_narrow_knobs_off_restore_the_rules_before(tmp_path):
 def test_stream_knob_off_restores_rows_async(tmp_path):
     run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_REG_STREAM16=0")
     assert [c[0] for c in run([(4096, 4096, 2, 1), (8192, 2048, 2, 0)])] == [ROWS_ASYNC, ROWS_ASYNC]
+
+
+def test_narrow_knobs_move_no_bench_case(choose, tmp_path):
+    # The H100/H200 bench records were made before RMSNORM_NARROW_ONE and RMSNORM_WIDE_VPT4: they stay
+    # the shipped build's figures only while no benchmark case's launch differs with the knobs off.
+    import torch  # noqa: F401  (bench cases build their tensors lazily; loading them needs torch)
+    from pipeline import bench
+
+    sizes = {"bfloat16": 2, "float16": 2, "float32": 4}
+    shapes = sorted({(int(c["shape"].split("x")[0]), int(c["shape"].split("x")[1]), sizes[c["dtype"]],
+                      c["op"] == "fused_add_rms_norm")
+                     for dtype in sizes for c in bench.load_cases(REPO / "kernels-src" / "rmsnorm", dtype)})
+    before = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_NARROW_ONE=0", "-DRMSNORM_WIDE_VPT4=0")
+    assert len(shapes) > 100 and choose(shapes) == before(shapes)
