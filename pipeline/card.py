@@ -171,8 +171,10 @@ def benchmark_table(project_root: Path | None) -> str | None:
     if project_root is None:
         return None
     results_dir = Path(project_root) / "benchmarks" / "results"
-    results = sorted(set(results_dir.glob("*.json")) - set(results_dir.glob(MODEL_RESULTS))) \
-        if results_dir.is_dir() else []
+    # One device's records together, its primary record (`h200.json`) before its other dtypes
+    # (`h200-float16.json`): name order alone would put every `-float16` before the bf16 table.
+    results = sorted(set(results_dir.glob("*.json")) - set(results_dir.glob(MODEL_RESULTS)),
+                     key=lambda p: (p.stem.split("-")[0], "-" in p.stem, p.stem)) if results_dir.is_dir() else []
     if not results:
         return None
     tables = []

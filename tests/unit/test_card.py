@@ -74,3 +74,18 @@ def test_recorded_model_figures_go_into_the_card_and_not_into_the_benchmark_tabl
     (results / "model-broken.json").write_text("{")
     assert model_table(tmp_path) == table
     assert "## In a model" not in _card(None)
+
+
+def test_benchmark_tables_keep_each_device_together_primary_dtype_first(tmp_path):
+    # One real record copied under the names a project holds: each device's bf16 table before its
+    # other dtypes, devices in name order (name order alone puts "-float16" before the bf16 record).
+    record = (REPO / "kernels-src" / "adaln" / "benchmarks" / "results" / "h200.json").read_text()
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    for name in ("h200-float16", "h100", "h200", "h100-float32"):
+        doc = json.loads(record)
+        doc["device"] = f"device {name}"
+        (results / f"{name}.json").write_text(json.dumps(doc))
+    table = benchmark_table(tmp_path)
+    order = [line.split("device ", 1)[1].split(" ")[0] for line in table.splitlines() if line.startswith("Measured on")]
+    assert order == ["h100", "h100-float32", "h200", "h200-float16"]
