@@ -148,3 +148,23 @@ def test_more_shapes_are_well_formed_cases_outside_the_benchmark(kernel):
         names = [c["name"] for c in cases]
         known = {c["name"] for c in bench.load_cases(REPO / "kernels-src" / kernel, dtype)}
         assert not set(names) & known, sorted(set(names) & known)
+
+
+def test_take_records_files_each_record_under_the_card_it_names(tmp_path):
+    module = _script("take_records")
+    record = json.loads((REPO / "kernels-src" / "adaln" / "benchmarks" / "results" / "h100.json").read_text())
+    results, kernels = tmp_path / "results", tmp_path / "kernels-src"
+    results.mkdir()
+    (kernels / "adaln" / "benchmarks" / "results").mkdir(parents=True)
+    (results / "adaln-h200.json").write_text(json.dumps(record))  # an H100's record, under run_all's name
+    (results / "adaln-h200.md").write_text("table")
+    (results / "adaln-h200-float32.json").write_text(json.dumps({**record, "device": "NVIDIA H200"}))
+    (results / "adaln-h200-check.json").write_text(json.dumps({"kernel": "adaln", "ok": True}))  # not a record
+    (results / "nothere-h200.json").write_text(json.dumps({**record, "kernel": "nothere"}))  # no such project
+    assert module.main([str(results), "--kernels", str(kernels)]) == 0
+    filed = kernels / "adaln" / "benchmarks" / "results"
+    assert sorted(p.name for p in filed.iterdir()) == ["h100.json", "h100.md", "h200-float32.json"]
+    assert json.loads((filed / "h100.json").read_text()) == record
+    (results / "adaln-h200.json").write_text(json.dumps({**record, "device": "NVIDIA A100"}))
+    with pytest.raises(ValueError, match="no known card"):
+        module.plan(results, kernels)

@@ -1,0 +1,80 @@
+"""File the bench records a device call brought back into the kernels' results folders,
+named by the card each record names: run_all_h200.sh writes `<kernel>-h200[-<dtype>].{json,md,png}`
+on whichever card it ran (the device tool may lend an H100 for an H200), and a record filed
+under the wrong card's name would be counted against the other card's known misses.
+
+    python3 scripts/gpu/take_records.py /work/.device/N [--dry-run]
+
+Each `<kernel>-h200*.json` whose kernel has a project under kernels-src/ goes to
+kernels-src/<kernel>/benchmarks/results/<card>[-<dtype>].json, its .md and .png beside it.
+Written to a temporary name and moved into place, so an interrupted run leaves no half file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RECORD = re.compile(r"^(?P<kernel>[a-z0-9_]+)-h200(?P<tag>-(?:float16|float32|bfloat16))?\.json$")
+CARDS = {"H200": "h200", "H100": "h100"}
+
+
+def card_of(device: str) -> str:
+    """The results name of the card a record's `device` names ("NVIDIA H100 80GB HBM3" -> h100)."""
+    for word, name in CARDS.items():
+        if word in device:
+            return name
+    raise ValueError(f"no known card in device {device!r}: expected one of {sorted(CARDS)}")
+
+
+def plan(results: Path, kernels_root: Path) -> list[tuple[Path, Path]]:
+    """(source, destination) pairs for every record in `results` and the files beside it."""
+    moves = []
+    for path in sorted(results.glob("*-h200*.json")):
+        m = RECORD.match(path.name)
+        if not m or not (kernels_root / m["kernel"]).is_dir():
+            continue
+        data = json.loads(path.read_text())
+        if data.get("kernel") != m["kernel"] or "results" not in data:
+            continue  # a smoke or check report, not a bench record
+        stem = card_of(data["device"]) + (m["tag"] or "")
+        dest = kernels_root / m["kernel"] / "benchmarks" / "results"
+        for suffix in (".json", ".md", ".png"):
+            src = path.with_suffix(suffix)
+            if src.exists():
+                moves.append((src, dest / f"{stem}{suffix}"))
+    return moves
+
+
+def copy_into_place(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--kernels", type=Path, default=REPO / "kernels-src")
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        moves = plan(args.results, args.kernels)
+    except (ValueError, KeyError, json.JSONDecodeError) as exc:
+        print(f"{args.results}: {exc}", file=sys.stderr)
+        return 1
+    for src, dest in moves:
+        print(f"{src} -> {dest.relative_to(args.kernels.parent) if dest.is_relative_to(args.kernels.parent) else dest}")
+        if not args.dry_run:
+            copy_into_place(src, dest)
+    return 0 if moves else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
