@@ -8,11 +8,7 @@
 DEFAULT_DEADLINE=240
 source scripts/gpu/short_call_env.sh
 grep -n '^#define RMSNORM_ONE_STATIC' kernels-src/rmsnorm/rmsnorm_cuda/rmsnorm_kernels.cuh
-python3 -m pipeline build kernels-src/rmsnorm --backend local --out /tmp/build-rmsnorm > "$OUT/build.log" 2>&1
-echo "build rc=$? $(( $(date +%s) - START )) s"; tail -1 "$OUT/build.log"
-timeout "$(left)" python3 -m pipeline smoke /tmp/build-rmsnorm --kernel kernels-src/rmsnorm --seeds "${SEEDS:-1}" --json \
-  > "$OUT/h200-smoke.json" 2> "$OUT/smoke.log"
-echo "smoke rc=$? $(( $(date +%s) - START )) s"; python3 scripts/gpu/smoke_summary.py "$OUT/h200-smoke.json"
+build_and_smoke_rmsnorm h200-smoke.json
 [ "$(left)" -gt 30 ] && timeout "$(left)" python3 -m pipeline bench /tmp/build-rmsnorm --kernel kernels-src/rmsnorm \
   --reps 100 --samples 3 --only x4096 --out "$OUT/v43-x4096.json" --markdown "$OUT/v43-x4096.md" > /dev/null 2> "$OUT/bench.log"
 echo "bench rc=$? $(( $(date +%s) - START )) s"

@@ -11,11 +11,7 @@
 DEFAULT_DEADLINE=250
 source scripts/gpu/short_call_env.sh
 grep -n '^#define RMSNORM_NARROW_ONE\|^#define RMSNORM_WIDE_VPT4' kernels-src/rmsnorm/rmsnorm_cuda/rmsnorm_kernels.cuh
-python3 -m pipeline build kernels-src/rmsnorm --backend local --out /tmp/build-rmsnorm > "$OUT/build.log" 2>&1
-echo "build rc=$? $(( $(date +%s) - START )) s"; tail -1 "$OUT/build.log"
-timeout "$(left)" python3 -m pipeline smoke /tmp/build-rmsnorm --kernel kernels-src/rmsnorm --seeds "${SEEDS:-1}" --json \
-  > "$OUT/smoke.json" 2> "$OUT/smoke.log"
-echo "smoke rc=$? $(( $(date +%s) - START )) s"; python3 scripts/gpu/smoke_summary.py "$OUT/smoke.json"
+build_and_smoke_rmsnorm smoke.json
 [ "$(left)" -gt 20 ] && timeout "$(left)" python3 scripts/gpu/more_shapes.py rmsnorm /tmp/build-rmsnorm --reps 50 \
   --out "$OUT/more-rmsnorm.json" 2> "$OUT/more-rmsnorm.log" | tee "$OUT/more-rmsnorm.txt"
 echo "more_shapes rc=${PIPESTATUS[0]} $(( $(date +%s) - START )) s"
