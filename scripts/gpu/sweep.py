@@ -45,6 +45,14 @@ SWEEPS = {
     # and 64 rows (rows_reg<4>: 4 rows of 28 busy lanes per block); 1536 (192 vectors) at 1 and 64 rows;
     # 12288 (1536 vectors) 1-3 % from 2048 rows; per-head rows of 96 and 256 by 1-2 %. Every launch
     # kind that can take the row, against the rule, torch.compile in the same process.
+    # 2026-12-07 (thirteenth session), prepared for the next call (v46_h200.sh): adaln's LayerNorm rows
+    # of 384 (48 packs), 10-15 % behind torch.compile in more_shapes.py on an H100 (7.84 | 3.71 against
+    # 7.09 | 3.21 us, results/archive/v41-h100-more-shapes.*). The rule gives 8 lanes of 6 packs, 16 rows
+    # per 128-thread block; fields vpt, lanes per row, rows per block.
+    "adaln-more": ("ADALN_CONFIG", {
+        "adaln/layer/16x256x384": ["6,8,16", "6,8,32", "6,8,8", "4,16,8", "4,16,16", "2,32,4", "2,32,8",
+                                   "1,64,2", "1,64,4"],
+    }),
     "rmsnorm-more": ("RMSNORM_CONFIG", {
         **{f"rms_norm/{s}": ["0,4,0,0,0,0", "0,2,0,0,0,0", "0,1,0,0,0,0", "8,1,0,0,0,0", "3,4,0,0,0,0",
                              "3,4,0,1,0,0", "6,4,0,0,1,0", "0,4,0,8,0,0"]
@@ -255,7 +263,7 @@ SWEEP_DTYPES = {"rmsnorm-fp32": "float32", "adaln-fp32": "float32", "rmsnorm-w16
 # that each configuration is read against a figure of the same call.
 SWEEP_BASELINE = "torch.compile"
 SWEEPS_WITH_BASELINE = {"rmsnorm-big", "rmsnorm-big16", "rmsnorm-big2", "rmsnorm-big32", "rmsnorm-wide-ty",
-                        "rmsnorm-more"}
+                        "rmsnorm-more", "adaln-more"}
 
 
 def project_of(sweep_set: str) -> str:
