@@ -6,7 +6,8 @@ under the wrong card's name would be counted against the other card's known miss
     python3 scripts/gpu/take_records.py /work/.device/N [--dry-run]
 
 Each `<kernel>-h200*.json` whose kernel has a project under kernels-src/ goes to
-kernels-src/<kernel>/benchmarks/results/<card>[-<dtype>].json, its .md and .png beside it.
+kernels-src/<kernel>/benchmarks/results/<card>[-<dtype>].json, its .md and .png beside it;
+each smoke report `<kernel>-smoke.json` (`pipeline smoke --json`) to `<card>-smoke.json`.
 Written to a temporary name and moved into place, so an interrupted run leaves no half file.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = re.compile(r"^(?P<kernel>[a-z0-9_]+)-h200(?P<tag>-(?:float16|float32|bfloat16))?\.json$")
+SMOKE = re.compile(r"^(?P<kernel>[a-z0-9_]+)-smoke\.json$")
 CARDS = {"H200": "h200", "H100": "h100"}
 
 
@@ -49,6 +51,14 @@ def plan(results: Path, kernels_root: Path) -> list[tuple[Path, Path]]:
             src = path.with_suffix(suffix)
             if src.exists():
                 moves.append((src, dest / f"{stem}{suffix}"))
+    for path in sorted(results.glob("*-smoke.json")):
+        m = SMOKE.match(path.name)
+        if not m or not (kernels_root / m["kernel"]).is_dir():
+            continue
+        data = json.loads(path.read_text())
+        if data.get("kernel") != m["kernel"] or "passed" not in data:
+            continue
+        moves.append((path, kernels_root / m["kernel"] / "benchmarks" / "results" / f"{card_of(data['device'])}-smoke.json"))
     return moves
 
 

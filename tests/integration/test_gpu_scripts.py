@@ -161,9 +161,12 @@ def test_take_records_files_each_record_under_the_card_it_names(tmp_path):
     (results / "adaln-h200-float32.json").write_text(json.dumps({**record, "device": "NVIDIA H200"}))
     (results / "adaln-h200-check.json").write_text(json.dumps({"kernel": "adaln", "ok": True}))  # not a record
     (results / "nothere-h200.json").write_text(json.dumps({**record, "kernel": "nothere"}))  # no such project
+    smoke = {"kernel": "adaln", "device": "NVIDIA H100 80GB HBM3", "passed": True, "counts": {"total": 3}}
+    (results / "adaln-smoke.json").write_text(json.dumps(smoke))
     assert module.main([str(results), "--kernels", str(kernels)]) == 0
     filed = kernels / "adaln" / "benchmarks" / "results"
-    assert sorted(p.name for p in filed.iterdir()) == ["h100.json", "h100.md", "h200-float32.json"]
+    assert sorted(p.name for p in filed.iterdir()) == ["h100-smoke.json", "h100.json", "h100.md", "h200-float32.json"]
+    assert json.loads((filed / "h100-smoke.json").read_text()) == smoke
     assert json.loads((filed / "h100.json").read_text()) == record
     (results / "adaln-h200.json").write_text(json.dumps({**record, "device": "NVIDIA A100"}))
     with pytest.raises(ValueError, match="no known card"):
