@@ -35,29 +35,28 @@ def card_of(device: str) -> str:
     raise ValueError(f"no known card in device {device!r}: expected one of {sorted(CARDS)}")
 
 
+def _reports(results: Path, pattern: re.Pattern, key: str, kernels_root: Path):
+    """(path, name match, document) of each file in `results` whose name `pattern` matches, whose
+    kernel has a project under `kernels_root`, and whose JSON is that kernel's and holds `key`
+    ("results": a bench record; "passed": a smoke report; check reports and the like hold neither)."""
+    for path in sorted(results.glob("*.json")):
+        m = pattern.match(path.name)
+        if not m or not (kernels_root / m["kernel"]).is_dir():
+            continue
+        data = json.loads(path.read_text())
+        if data.get("kernel") == m["kernel"] and key in data:
+            yield path, m, data
+
+
 def plan(results: Path, kernels_root: Path) -> list[tuple[Path, Path]]:
     """(source, destination) pairs for every record in `results` and the files beside it."""
     moves = []
-    for path in sorted(results.glob("*-h200*.json")):
-        m = RECORD.match(path.name)
-        if not m or not (kernels_root / m["kernel"]).is_dir():
-            continue
-        data = json.loads(path.read_text())
-        if data.get("kernel") != m["kernel"] or "results" not in data:
-            continue  # a smoke or check report, not a bench record
+    for path, m, data in _reports(results, RECORD, "results", kernels_root):
         stem = card_of(data["device"]) + (m["tag"] or "")
         dest = kernels_root / m["kernel"] / "benchmarks" / "results"
-        for suffix in (".json", ".md", ".png"):
-            src = path.with_suffix(suffix)
-            if src.exists():
-                moves.append((src, dest / f"{stem}{suffix}"))
-    for path in sorted(results.glob("*-smoke.json")):
-        m = SMOKE.match(path.name)
-        if not m or not (kernels_root / m["kernel"]).is_dir():
-            continue
-        data = json.loads(path.read_text())
-        if data.get("kernel") != m["kernel"] or "passed" not in data:
-            continue
+        moves += [(path.with_suffix(sfx), dest / f"{stem}{sfx}") for sfx in (".json", ".md", ".png")
+                  if path.with_suffix(sfx).exists()]
+    for path, m, data in _reports(results, SMOKE, "passed", kernels_root):
         moves.append((path, kernels_root / m["kernel"] / "benchmarks" / "results" / f"{card_of(data['device'])}-smoke.json"))
     return moves
 
