@@ -61,6 +61,18 @@ def _op_table(rows: list[dict], baselines, times_key: str, speed_key: str, sprea
 # and there is no bandwidth target.
 PRIMARY_DTYPE = "bfloat16"
 
+# The cards records are kept for, by the word their `device` string holds, and the name their
+# files take (`results/h100.json`, `h100-float16.json`, `h100-smoke.json`).
+CARDS = {"H200": "h200", "H100": "h100"}
+
+
+def card_of(device: str) -> str:
+    """The results name of the card a record's `device` names ("NVIDIA H100 80GB HBM3" -> h100)."""
+    for word, name in CARDS.items():
+        if word in device:
+            return name
+    raise ValueError(f"no known card in device {device!r}: expected one of {sorted(CARDS)}")
+
 
 def _overlap(spread: dict, baseline: str) -> str:
     """A note on a miss when the run took several samples and the kernel's and the

@@ -39,12 +39,6 @@ HEAD = [f"9,{v},0,0,{r},{t}" for v, r, t in ((1, 2, 256), (1, 4, 256), (1, 8, 25
 
 # kernel -> (environment variable, {case name: [configurations]}); "" is the rule's choice.
 SWEEPS = {
-    # 2026-12-07 (thirteenth session), from more_shapes.py on an H100 (results/archive/v41-h100-more-shapes.*):
-    # the shapes outside the benchmark where torch.compile is ahead. Hidden 896 (112 vectors, Qwen2-0.5B)
-    # is 10 % behind at 16384 rows (rows_async, 28 of 32 lanes) and 0.16-0.27 us under graph replay at 1
-    # and 64 rows (rows_reg<4>: 4 rows of 28 busy lanes per block); 1536 (192 vectors) at 1 and 64 rows;
-    # 12288 (1536 vectors) 1-3 % from 2048 rows; per-head rows of 96 and 256 by 1-2 %. Every launch
-    # kind that can take the row, against the rule, torch.compile in the same process.
     # 2026-12-07 (thirteenth session), prepared for the next call (v46_h200.sh): adaln's LayerNorm rows
     # of 384 (48 packs), 10-15 % behind torch.compile in more_shapes.py on an H100 (7.84 | 3.71 against
     # 7.09 | 3.21 us, results/archive/v41-h100-more-shapes.*). The rule gives 8 lanes of 6 packs, 16 rows
@@ -53,6 +47,12 @@ SWEEPS = {
         "adaln/layer/16x256x384": ["6,8,16", "6,8,32", "6,8,8", "4,16,8", "4,16,16", "2,32,4", "2,32,8",
                                    "1,64,2", "1,64,4"],
     }),
+    # 2026-12-07 (thirteenth session), from more_shapes.py on an H100 (results/archive/v41-h100-more-shapes.*):
+    # the shapes outside the benchmark where torch.compile is ahead. Hidden 896 (112 vectors, Qwen2-0.5B)
+    # is 10 % behind at 16384 rows (rows_async, 28 of 32 lanes) and 0.16-0.27 us under graph replay at 1
+    # and 64 rows (rows_reg<4>: 4 rows of 28 busy lanes per block); 1536 (192 vectors) at 1 and 64 rows;
+    # 12288 (1536 vectors) 1-3 % from 2048 rows; per-head rows of 96 and 256 by 1-2 %. Every launch
+    # kind that can take the row, against the rule, torch.compile in the same process.
     "rmsnorm-more": ("RMSNORM_CONFIG", {
         **{f"rms_norm/{s}": ["0,4,0,0,0,0", "0,2,0,0,0,0", "0,1,0,0,0,0", "8,1,0,0,0,0", "3,4,0,0,0,0",
                              "3,4,0,1,0,0", "6,4,0,0,1,0", "0,4,0,8,0,0"]

@@ -8,31 +8,25 @@ under the wrong card's name would be counted against the other card's known miss
 Each `<kernel>-h200*.json` whose kernel has a project under kernels-src/ goes to
 kernels-src/<kernel>/benchmarks/results/<card>[-<dtype>].json, its .md and .png beside it;
 each smoke report `<kernel>-smoke.json` (`pipeline smoke --json`) to `<card>-smoke.json`.
-Written to a temporary name and moved into place, so an interrupted run leaves no half file.
+Each file is written beside its destination and moved into place (fsutil.atomic_write_bytes).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from pipeline.bench_report import card_of  # noqa: E402
+from pipeline.fsutil import atomic_write_bytes  # noqa: E402
+
 RECORD = re.compile(r"^(?P<kernel>[a-z0-9_]+)-h200(?P<tag>-(?:float16|float32|bfloat16))?\.json$")
 SMOKE = re.compile(r"^(?P<kernel>[a-z0-9_]+)-smoke\.json$")
-CARDS = {"H200": "h200", "H100": "h100"}
-
-
-def card_of(device: str) -> str:
-    """The results name of the card a record's `device` names ("NVIDIA H100 80GB HBM3" -> h100)."""
-    for word, name in CARDS.items():
-        if word in device:
-            return name
-    raise ValueError(f"no known card in device {device!r}: expected one of {sorted(CARDS)}")
 
 
 def _reports(results: Path, pattern: re.Pattern, key: str, kernels_root: Path):
@@ -61,12 +55,6 @@ def plan(results: Path, kernels_root: Path) -> list[tuple[Path, Path]]:
     return moves
 
 
-def copy_into_place(src: Path, dest: Path) -> None:
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dest)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path)
@@ -81,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     for src, dest in moves:
         print(f"{src} -> {dest.relative_to(args.kernels.parent) if dest.is_relative_to(args.kernels.parent) else dest}")
         if not args.dry_run:
-            copy_into_place(src, dest)
+            atomic_write_bytes(dest, src.read_bytes())
     return 0 if moves else 1
 
 
