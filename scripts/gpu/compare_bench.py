@@ -45,7 +45,10 @@ def baseline_drift(first: dict, later: dict, key: str = "times_us") -> dict[str,
 
 
 def main(args: list[str]) -> int:
-    docs = [(a.split("=", 1)[0], json.load(open(a.split("=", 1)[1]))) for a in args]
+    if not args or any("=" not in a or not Path(a.split("=", 1)[1]).is_file() for a in args):
+        print("usage: compare_bench.py LABEL=RECORD.json [LABEL=RECORD.json ...] (each record a file)", file=sys.stderr)
+        return 2
+    docs = [(a.split("=", 1)[0], json.loads(Path(a.split("=", 1)[1]).read_text())) for a in args]
     rows = {n: {r["name"]: r for r in d["results"]} for n, d in docs}
     names = [n for n, _ in docs]
     print(f"{'case':<34}" + "".join(f"{n:>9}" for n in names) + f"{'compile':>9} | graph: " + " ".join(names) + " compile")

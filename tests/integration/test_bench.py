@@ -445,30 +445,25 @@ KNOWN_MISSES_H200 = {
     # within what one build moves between setups) or lie apart (a loss this record shows); bandwidth
     # misses are under 0.90 of the 1 GiB copy, at 0.88-1.16 of a copy of the case's own bytes.
     # Reasons in each kernel's benchmarks/NOTES.md.
-    # rmsnorm: the record of 2026-12-04's ninth session, device call 5 (scripts/gpu/v36_h200.sh), the
-    # first with every torch.compile compiled and autotuned afresh per sample (bench.fresh_compiles);
-    # against it both sides count with their fastest sample (bench_report.compared_figures). The
-    # same build under the old method (call 1, samples sharing one compile) is archive/v35-h200.json.
+    # rmsnorm: the record of 2026-12-07's fourteenth session, device call 3 (`pipeline bench
+    # --samples 3` on the machine v40_h200.sh with KERNELS=rmsnorm had built and smoked on): the
+    # build as shipped (ONE_STATIC, NARROW_ONE, WIDE_VPT4), every torch.compile compiled and
+    # autotuned afresh per sample (bench.fresh_compiles); both sides count with their fastest sample
+    # (bench_report.compared_figures). The build before (2026-12-04) is archive/v36-h200.json.
     "rmsnorm": {
-        "rms_norm/128x4096": {"graph"},  # samples: graph overlap
         "rms_norm/4096x4096": {"bandwidth"},
         "rms_norm/65536x128": {"compile"},  # samples: compile overlap
-        "rms_norm/262144x128": {"compile"},  # samples: compile apart
+        "rms_norm/70000x128": {"compile"},  # samples: compile overlap
+        "rms_norm/262144x128": {"compile"},  # samples: compile overlap
         "rms_norm/262144x64": {"bandwidth"},
         "rms_norm/16384x128": {"compile"},  # samples: compile overlap
+        "rms_norm/32768x128": {"compile"},  # samples: compile overlap
         "rms_norm/131072x128": {"bandwidth", "compile"},  # samples: compile apart
-        "rms_norm/2048x7168": {"compile"},  # samples: compile apart
         "rms_norm/8192x7168": {"compile"},  # samples: compile apart
-        "rms_norm/64x7168": {"graph"},  # samples: graph overlap
+        "rms_norm/64x7168": {"compile", "graph"},  # samples: compile overlap, graph overlap
         "rms_norm/4096x8192": {"compile"},  # samples: compile apart
         "rms_norm/8192x2048": {"bandwidth"},
-        "fused_add_rms_norm/8x4096": {"graph"},  # samples: graph overlap
-        "fused_add_rms_norm/32x4096": {"graph"},  # samples: graph overlap
-        "fused_add_rms_norm/64x4096": {"graph"},  # samples: graph overlap
-        "fused_add_rms_norm/128x4096": {"compile", "graph"},  # samples: compile overlap, graph overlap
-        "fused_add_rms_norm/512x4096": {"compile"},  # samples: compile apart
-        "fused_add_rms_norm/1024x4096": {"compile"},  # samples: compile overlap
-        "fused_add_rms_norm/2048x4096": {"bandwidth"},
+        "fused_add_rms_norm/2048x4096": {"bandwidth", "compile"},  # samples: compile overlap
     },
     "adaln": {
         "adaln/layer/8x4096x1152": {"bandwidth"},
