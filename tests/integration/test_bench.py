@@ -410,8 +410,8 @@ def test_rmsnorm_bench_cases_cover_the_brief():
 
 
 # The cards the records were made on: results/<card>.json (bf16) and <card>-<dtype>.json. Issue 19's
-# targets are the H200's; the device tool also lends H100s (the same sm_90 code), whose records of
-# 2026-12-07 are the only full ones of rmsnorm's shipped build.
+# targets are the H200's; the device tool also lends H100s (the same sm_90 code), whose records are
+# checked the same way against their own known misses.
 CARDS = {name: word for word, name in bench_report.CARDS.items()}  # h200 -> H200
 
 
