@@ -1,8 +1,10 @@
 """Smoke test: is the host's variant of a built kernel correct on this device?
 
-`run_smoke(bundle, kernel)` loads the host's variant of a checked bundle with
-`kernels.get_local_kernel` and runs, on the device the variant targets (CUDA
-for a cuda variant, else CPU):
+`run_smoke(bundle, kernel)` has a worker process it supervises (`supervisor.py`,
+`worker.py`, `session.py`) load the host's variant of a checked bundle with
+`kernels.get_local_kernel` and run, on the device the variant targets (CUDA
+for a cuda variant, else CPU), one case at a time; a crash, a hang past the
+timeout or a sticky CUDA error fails that case and a fresh worker goes on:
 
 1. the op contracts (`pipeline/contracts/`): every op the build registers is
    bound to a contract (`--contract OP=FAMILY`, the workspace's
@@ -68,9 +70,9 @@ contract inputs (`contract-case-declined`).
 
 from pipeline.smoke.cases import CASES_FILE, TOLERANCE, for_device, load_cases, project_bound
 from pipeline.smoke.report import CaseResult, Delegation, OpCoverage, ProjectTests, SmokeReport, untested_hint
-from pipeline.smoke.run import (DEFAULT_SEEDS, DEFAULT_TRIALS, LoadedVariant, check_module, load_variant, new_seed,
-                                run_cases, run_smoke, seeds_from)
+from pipeline.smoke.run import (DEFAULT_SEEDS, DEFAULT_TIMEOUT_S, DEFAULT_TRIALS, LoadedVariant, check_module,
+                                load_variant, new_seed, run_cases, run_smoke, seeds_from)
 
-__all__ = ["CASES_FILE", "DEFAULT_SEEDS", "DEFAULT_TRIALS", "TOLERANCE", "CaseResult", "Delegation", "LoadedVariant",
+__all__ = ["CASES_FILE", "DEFAULT_SEEDS", "DEFAULT_TIMEOUT_S", "DEFAULT_TRIALS", "TOLERANCE", "CaseResult", "Delegation", "LoadedVariant",
            "OpCoverage", "ProjectTests", "SmokeReport", "check_module", "for_device", "load_cases", "load_variant",
            "new_seed", "project_bound", "run_cases", "run_smoke", "seeds_from", "untested_hint"]

@@ -38,6 +38,8 @@ def _op_coverage(op: str, plan, ex: "Execution", seeds: tuple[int, ...]) -> OpCo
         project_cases=len(project_names), shapes=tuple(dict.fromkeys(shapes)),
         dtypes=tuple(sorted({d for d in dtypes if d})), seeds=tuple(seeds) if results else (),
         declined=tuple(declined), note=plan.note if plan is not None else "",
+        available=op not in ex.unavailable, project_tests=int(ex.project_ops.get(op, 0)),
+        categories_declined=tuple(getattr(plan, "declines", ()) or ()) if plan is not None else (),
     )
 
 
@@ -50,9 +52,12 @@ def coverage_of(ex: "Execution", seeds: tuple[int, ...]) -> list[OpCoverage]:
 def plan_warnings(ex: "Execution", where: str) -> list[Problem]:
     found = []
     for plan in ex.plans:
+        if plan.op in ex.unavailable:
+            continue  # said once, as "not available on <device>"
         if plan.code in ("contract-ambiguous", "op-not-covered"):
             covered = any(c.op == plan.op for c in ex.cases)
-            note = plan.note + ("; only the project's own cases test it" if covered else "")
+            note = plan.note + ("; only the project's own cases test it" if covered else
+                                "; only the project's own tests call it" if ex.project_ops.get(plan.op) else "")
             found.append(Problem(where, None, plan.code, note, severity="warning",
                                  hint="families: see `pipeline/contracts/`; bind in [workspace.contracts.<kernel>]"))
     declined: dict[str, list] = {}

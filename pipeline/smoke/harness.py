@@ -86,6 +86,12 @@ class Outcome:
     messages: list = field(default_factory=list)
     declined: str = ""
     refused: bool = False  # raised on the first call: a refusal, not a wrong answer
+    kind: str = ""  # the worst failure kind so far: cuda-error > raised > wrong
+
+    def failed_as(self, kind: str) -> None:
+        order = ("", "wrong", "raised", "case-error", "cuda-error")
+        if order.index(kind) > order.index(self.kind):
+            self.kind = kind
 
     def note(self, err: float, bound: float) -> None:
         if err / max(bound, 1e-300) >= self.worst / max(self.bound, 1e-300):
@@ -103,6 +109,44 @@ def generators(seed: int, name: str):
 def _short(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     return text.splitlines()[0][:500] if text else type(exc).__name__
+
+
+def is_cuda_error(exc: BaseException) -> bool:
+    """An error of the CUDA runtime or driver (not a deliberate refusal such as TORCH_CHECK)."""
+    import torch
+
+    accelerator = getattr(torch, "AcceleratorError", None)
+    if accelerator is not None and isinstance(exc, accelerator):
+        return True
+    text = str(exc)
+    return "CUDA error" in text or "CUDA driver error" in text or "cudaError" in text
+
+
+def settle(device) -> None:
+    """Wait for the op's work and surface its CUDA errors here, inside the case that
+    caused them: synchronize, then launch one tiny kernel, whose launch check picks up
+    an error a kernel launch left behind unchecked (an empty grid: invalid argument)."""
+    if device.type != "cuda":
+        return
+    import torch
+
+    torch.cuda.synchronize(device)
+    torch.empty(1, device=device).fill_(1.0)
+    torch.cuda.synchronize(device)
+
+
+def healthy(device) -> bool:
+    """Whether the device still computes after a CUDA error (illegal address and launch
+    failures are sticky: every later call fails, so the worker must be replaced)."""
+    if device.type != "cuda":
+        return True
+    import torch
+
+    try:
+        torch.cuda.synchronize(device)
+        return float(torch.ones(8, device=device).sum()) == 8.0
+    except Exception:  # any error here means the context is gone
+        return False
 
 
 def _tensor_positions(call: Call) -> list[int]:
@@ -224,13 +268,15 @@ def one_call(op, call: Call, case: Case, device, ref: dict, other: dict, pristin
     try:
         with _threads_for_op(state):
             returned = op(*call.args)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+            settle(device)
         outs = call.read(call.args, returned)
     except Exception as exc:  # the op's own error: the finding
+        outcome.failed_as("cuda-error" if is_cuda_error(exc) else "raised")
         return None, [_short(exc)], True
     problems = poisons.guards_intact(call) + _check_outputs(call, case, outs, ref, outcome)
     problems += _check_inputs(call, pristine)
+    if problems:
+        outcome.failed_as("wrong")
     copies = {k: v.detach().clone() for k, v in outs.items() if isinstance(v, torch.Tensor)}
     first = next(iter(copies.values()), None)
     if first is not None and first.numel() > 0:
@@ -249,7 +295,18 @@ def schedule_for(case: Case, seed: int) -> poisons.Schedule:
 def run_seed(op, case: Case, device, seed: int, state: RunState,
              schedule: poisons.Schedule | None = None) -> tuple[CaseResult, CaseStats | None]:
     """One seed of one case: the three calls. `schedule` spans the case's seeds
-    (every poison once before any repeats); by default one per seed."""
+    (every poison once before any repeats); by default one per seed. An error after
+    the op returned (a CUDA error surfacing in a check) fails the case too."""
+    try:
+        return _run_seed(op, case, device, seed, state, schedule)
+    except Exception as exc:  # raised by the checks after the op: the op's doing as far as we can tell
+        outcome = Outcome(messages=[f"the checks after the call failed: {_short(exc)}"])
+        outcome.failed_as("cuda-error" if is_cuda_error(exc) else "raised")
+        return _result(case, seed, outcome), None
+
+
+def _run_seed(op, case: Case, device, seed: int, state: RunState,
+              schedule: poisons.Schedule | None) -> tuple[CaseResult, CaseStats | None]:
     g1, g2 = generators(seed, case.name)
     rng = random.Random(zlib.crc32(f"{seed}:{case.name}".encode()))
     schedule = schedule or schedule_for(case, seed)
@@ -257,7 +314,9 @@ def run_seed(op, case: Case, device, seed: int, state: RunState,
         first, second = case.make(device, g1), case.make(device, g2)
         refs = (first.reference(), second.reference())
     except Exception as exc:  # the case (project-owned) or the op's input checks while making
-        return _result(case, seed, Outcome(messages=[f"making the inputs failed: {_short(exc)}"])), None
+        outcome = Outcome(messages=[f"making the inputs failed: {_short(exc)}"])
+        outcome.failed_as("cuda-error" if is_cuda_error(exc) else "case-error")
+        return _result(case, seed, outcome), None
     stats = case_stats(case, first, second)
     outcome = Outcome()
     data1 = snapshot(first)
@@ -274,10 +333,10 @@ def run_seed(op, case: Case, device, seed: int, state: RunState,
             transplant(load, first)
         mode = schedule.next()
         outs, problems, raised = one_call(op, call, case, device, ref, other, pristine, mode, rng, state, outcome)
-        if raised and n == 0 and case.refusable:
-            outcome.declined = problems[0]
+        if raised and n == 0 and case.refusable and outcome.kind != "cuda-error":
+            outcome.declined = problems[0]  # a deliberate refusal; a CUDA error is no refusal
             break
-        outcome.refused = outcome.refused or (raised and n == 0)
+        outcome.refused = outcome.refused or (raised and n == 0 and outcome.kind != "cuda-error")
         outcome.messages += [f"call {n + 1} ({_CALLS[n]}; poison: {mode}): {p}" for p in problems]
         if raised or outs is None:
             break
@@ -287,16 +346,18 @@ def run_seed(op, case: Case, device, seed: int, state: RunState,
             if key in outputs[2] and not same_bits(value, outputs[2][key]):
                 outcome.messages.append(f"call 3 repeats call 1's inputs but output {key} differs in "
                                         f"{changed_elements(value, outputs[2][key])} element(s): not deterministic")
+                outcome.failed_as("wrong")
     return _result(case, seed, outcome), stats
 
 
 def _result(case: Case, seed: int, outcome: Outcome) -> CaseResult:
     if outcome.declined:
         return CaseResult(case.name, case.op, seed, "values", True, message=f"declined: {outcome.declined}",
-                          contract=case.contract, declined=True)
+                          contract=case.contract, declined=True, category=case.category)
     messages = outcome.messages
     text = "; ".join(messages[:MAX_MESSAGES]) + (f"; and {len(messages) - MAX_MESSAGES} more"
                                                  if len(messages) > MAX_MESSAGES else "")
     error = outcome.worst if outcome.bound else None
     return CaseResult(case.name, case.op, seed, "values", not messages, error, outcome.bound or None, text,
-                      contract=case.contract, refused=outcome.refused)
+                      contract=case.contract, refused=outcome.refused,
+                      kind=(outcome.kind or "wrong") if messages else "", category=case.category)

@@ -67,6 +67,27 @@ def registered_ops(ops: Any) -> dict[str, Any]:
     return found
 
 
+# The dispatch key a device type's kernels are registered under.
+DISPATCH_KEYS = {"cpu": "CPU", "cuda": "CUDA", "xpu": "XPU", "mps": "MPS", "hip": "CUDA"}
+
+
+def available_on(ops: Any, op: str, device_type: str) -> bool:
+    """Whether the build has a kernel of `op` that runs for `device_type`: one registered
+    for its dispatch key, or a composite one (a Python custom op, CompositeImplicitAutograd).
+    A build's CPU variant may ship only some of its ops for the CPU: the others are
+    "not available on cpu", not failures."""
+    import torch
+
+    name = getattr(ops, "name", None)
+    key = DISPATCH_KEYS.get(device_type)
+    if not name or key is None or not isinstance(ops, torch._ops._OpNamespace):
+        return True
+    try:
+        return bool(torch._C._dispatch_has_computed_kernel_for_dispatch_key(f"{name}::{op}", key))
+    except RuntimeError:  # not a registered operator: the call will say so
+        return True
+
+
 def _bound_plan(op: str, schema: Any, family: str, how: str) -> OpPlan:
     registry = _registry()
     match = registry.bound(family, schema)

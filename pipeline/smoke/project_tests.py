@@ -1,16 +1,25 @@
-"""A project's own `kernels_ci` pytest tests, run against the build being smoke-tested.
+"""A project's own pytest tests, run against the build being smoke-tested.
 
-kernels-community projects ship tests that `import <kernel>` and are marked
-`kernels_ci`. They run in a fresh process with the variant importable under
-the kernel's Python name (a link in a temporary directory on PYTHONPATH) and
-`<NAME>_BUILD_DIR` pointing at the build tree (what our kernels' conftest
-reads). They add to the contracts; they are never the only judge.
+kernels-community projects ship tests marked `kernels_ci` that load the kernel
+either with `import <python_name>` or with `kernels.get_kernel("org/name")`.
+They run in a fresh process the pipeline supervises (a timeout, its own process
+group), with the variant importable under the kernel's Python name (a link in a
+temporary directory on PYTHONPATH), `LOCAL_KERNELS` pointing every repository id
+the tests name (and `kernels-community/<name>`) at the build tree, the Hub
+offline, and `<NAME>_BUILD_DIR` set (what our kernels' conftest reads). Where no
+test is marked, every test under `tests/` runs.
+
+`op_trace` records which of the kernel's ops the passing tests called: an op no
+contract covers but those tests call is "tested by the project's own tests
+only", a weaker tier than a contract. They add to the contracts, never replace them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,20 +30,41 @@ from pipeline.smoke.report import ProjectTests
 
 MARKER = "kernels_ci"
 TIMEOUT_S = 600
+_GET_KERNEL = re.compile(r"""get_kernel\(\s*["']([\w.-]+/[\w.-]+)["']""")
+
+
+def _test_files(project_root: Path) -> list[Path]:
+    tests = Path(project_root) / "tests"
+    if not tests.is_dir():
+        return []
+    return sorted(p for p in tests.rglob("test_*.py") if p.is_file())
 
 
 def has_kernels_ci_tests(project_root: Path) -> bool:
-    tests = Path(project_root) / "tests"
-    if not tests.is_dir():
-        return False
-    return any(MARKER in p.read_text(encoding="utf-8", errors="replace") for p in tests.rglob("test_*.py"))
+    return any(MARKER in p.read_text(encoding="utf-8", errors="replace") for p in _test_files(project_root))
 
 
-def _env(link_dir: Path, build_root: Path, python_name: str) -> dict:
+def repo_ids(project_root: Path, kernel_name: str) -> list[str]:
+    """The Hub repositories the tests load with get_kernel, and kernels-community's own name."""
+    found = {f"kernels-community/{kernel_name}"}
+    for path in _test_files(project_root):
+        found.update(_GET_KERNEL.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return sorted(found)
+
+
+def _env(link_dir: Path, build_root: Path, python_name: str, ids: list[str], namespace: str, trace: Path) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(link_dir), *filter(None, [env.get("PYTHONPATH")])])
+    import pipeline
+
+    here = str(Path(pipeline.__file__).resolve().parent.parent)  # for -p pipeline.smoke.op_trace
+    env["PYTHONPATH"] = os.pathsep.join([str(link_dir), here, *filter(None, [env.get("PYTHONPATH")])])
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the build tree stays as the build left it
     env[f"{python_name.upper()}_BUILD_DIR"] = str(build_root)
+    root = str(Path(build_root).resolve())
+    env["LOCAL_KERNELS"] = ":".join(f"{repo}={root}" for repo in ids)
+    env["HF_HUB_OFFLINE"] = "1"  # nothing from the network: the build under test or nothing
+    env["PIPELINE_TRACE_NAMESPACE"] = namespace
+    env["PIPELINE_TRACE_OUT"] = str(trace)
     return env
 
 
@@ -47,25 +77,58 @@ def _counts(junit: Path) -> tuple[int, int, int]:
     return total - skipped, failed, skipped
 
 
-def run_project_tests(project_root: Path, variant_dir: Path, build_root: Path, python_name: str) -> ProjectTests | None:
-    """Run `pytest -m kernels_ci tests/`; None when the project has no such tests."""
-    if not has_kernels_ci_tests(project_root):
+def _traced(trace: Path) -> tuple[str, ...]:
+    """Ops that passing tests called and no failing test did."""
+    try:
+        data = json.loads(trace.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    failed = set(data.get("failed", {}))
+    return tuple(sorted(op for op in data.get("passed", {}) if op not in failed))
+
+
+def _run(cmd: list[str], cwd: str, env: dict, timeout_s: float) -> tuple[int | None, str]:
+    """(return code or None on timeout, output); the tests' whole process group is killed on a timeout."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out or ""
+
+
+def run_project_tests(project_root: Path, variant_dir: Path, build_root: Path, python_name: str, *,
+                      namespace: str = "", kernel_name: str | None = None,
+                      timeout_s: float = TIMEOUT_S) -> ProjectTests | None:
+    """Run `pytest -m kernels_ci tests/` (every test under tests/ where none is marked);
+    None when the project has no tests."""
+    files = _test_files(project_root)
+    if not files:
         return None
-    with tempfile.TemporaryDirectory(prefix="pipeline-kernels-ci-") as tmp:
+    marked = has_kernels_ci_tests(project_root)
+    with tempfile.TemporaryDirectory(prefix="pipeline-project-tests-") as tmp:
         tmp_path = Path(tmp)
         (tmp_path / python_name).symlink_to(Path(variant_dir).resolve(), target_is_directory=True)
-        junit = tmp_path / "junit.xml"
-        cmd = [sys.executable, "-m", "pytest", "-q", "-m", MARKER, "-p", "no:cacheprovider", "-o", "addopts=",
-               "--rootdir", str(project_root), f"--junitxml={junit}", str(Path(project_root) / "tests")]
-        shown = f"python -m pytest -m {MARKER} {Path(project_root) / 'tests'}"
-        try:
-            proc = subprocess.run(cmd, cwd=tmp, env=_env(tmp_path, build_root, python_name), capture_output=True,
-                                  text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return ProjectTests(shown, 0, 1, 0, output=f"timed out after {TIMEOUT_S} s")
-        if proc.returncode == 5 or not junit.is_file():  # 5: nothing collected under the marker
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            return None if proc.returncode == 5 else ProjectTests(shown, 0, 1, 0, output=tail)
+        junit, trace = tmp_path / "junit.xml", tmp_path / "ops.json"
+        tests_dir = Path(project_root) / "tests"
+        select = ["-m", MARKER] if marked else []
+        cmd = [sys.executable, "-m", "pytest", "-q", *select, "-p", "no:cacheprovider", "-p", "pipeline.smoke.op_trace",
+               "-o", "addopts=", "--rootdir", str(project_root), f"--junitxml={junit}", str(tests_dir)]
+        shown = f"python -m pytest {' '.join(select) + ' ' if select else ''}{tests_dir}"
+        env = _env(tmp_path, build_root, python_name, repo_ids(project_root, kernel_name or python_name),
+                   namespace, trace)
+        code, out = _run(cmd, tmp, env, timeout_s)
+        if code is None:
+            return ProjectTests(shown, 0, 1, 0, output=f"timed out after {timeout_s:g} s")
+        if code == 5 or not junit.is_file():  # 5: nothing collected
+            tail = "\n".join(out.strip().splitlines()[-15:])
+            if code == 5:
+                return None
+            crashed = f"the tests' process ended with code {code}" + (" (a signal)" if code < 0 else "")
+            return ProjectTests(shown, 0, 1, 0, output=f"{crashed}\n{tail}")
         ran, failed, skipped = _counts(junit)
-        tail = "" if proc.returncode == 0 else "\n".join(re.sub(r"\s+$", "", proc.stdout).splitlines()[-20:])
-        return ProjectTests(shown, ran, failed, skipped, output=tail)
+        tail = "" if code == 0 else "\n".join(re.sub(r"\s+$", "", out).splitlines()[-20:])
+        return ProjectTests(shown, ran, failed, skipped, output=tail, ops=_traced(trace))

@@ -22,6 +22,15 @@ class CaseResult:
     contract: str | None = None  # the family whose case this is; None: the project's own case
     declined: bool = False  # the op refused an input a correct kernel may refuse (passed, reported)
     refused: bool = False  # the op raised on its first call (not a wrong answer)
+    # How it failed ("" when it passed): wrong (an output or input check), raised, cuda-error,
+    # crash (the worker died), timeout, not-run (skipped after repeated crashes or timeouts),
+    # case-error (making the project case's inputs failed)
+    kind: str = ""
+    category: str = ""  # the input's class (cases.category_of); "project" for the project's own cases
+
+
+# Failure kinds that mean the kernel took its process down or never answered.
+FATAL_KINDS = ("crash", "timeout", "cuda-error")
 
 
 @dataclass(frozen=True)
@@ -39,10 +48,27 @@ class OpCoverage:
     seeds: tuple[int, ...] = ()
     declined: tuple[str, ...] = ()  # contract cases the op refused
     note: str = ""  # why no contract applies (ambiguous inference, schema mismatch)
+    available: bool = True  # False: the variant has no kernel for this device ("not available on <device>")
+    project_tests: int = 0  # passing tests of the project's own suite that called the op
+    categories_declined: tuple[str, ...] = ()  # declined by the binding (`declines = [...]`)
+
+    @property
+    def tier(self) -> str:
+        """How strongly the op is verified: contract > project-cases > project-tests > untested;
+        "unavailable" for an op this variant ships no kernel of for the device."""
+        if not self.available:
+            return "unavailable"
+        if self.contract_cases:
+            return "contract"
+        if self.project_cases:
+            return "project-cases"
+        if self.project_tests:
+            return "project-tests"
+        return "untested"
 
     @property
     def tested(self) -> bool:
-        return bool(self.contract_cases or self.project_cases)
+        return self.tier in ("contract", "project-cases", "project-tests", "unavailable")
 
     def shape_summary(self, limit: int = 6) -> str:
         shown = ", ".join(self.shapes[:limit])
@@ -69,6 +95,7 @@ class ProjectTests:
     failed: int
     skipped: int
     output: str = ""  # the tail, when something failed
+    ops: tuple[str, ...] = ()  # the kernel's ops that the passing tests called
 
     @property
     def passed(self) -> bool:
@@ -90,17 +117,37 @@ class SmokeReport:
     warnings: tuple[Problem, ...] = ()
     delegation: tuple[Delegation, ...] = ()
     project_tests: ProjectTests | None = None
+    device_type: str = ""  # "cpu", "cuda", ...: what "not available on" names
+    timeout_s: float | None = None  # the per-call timeout the worker ran under
+    workers: int = 1  # worker processes started (1 + one per crash, timeout or sticky CUDA error)
 
     @property
     def failures(self) -> tuple[CaseResult, ...]:
         return tuple(r for r in self.results if not r.passed)
 
     @property
+    def unavailable(self) -> tuple[str, ...]:
+        """Ops this variant has no kernel of for the device: not run, not failed."""
+        return tuple(c.op for c in self.coverage if not c.available)
+
+    @property
+    def nothing_available(self) -> bool:
+        return bool(self.coverage) and all(not c.available for c in self.coverage)
+
+    @property
     def passed(self) -> bool:
-        """Something ran, and nothing failed."""
+        """Something ran, nothing failed, and the variant ships at least one op for the device."""
         ran = bool(self.results) or (self.project_tests is not None and self.project_tests.ran > 0)
         tests_ok = self.project_tests is None or self.project_tests.passed
-        return ran and not self.failures and tests_ok
+        return ran and not self.failures and tests_ok and not self.nothing_available
+
+    def failures_by_category(self) -> dict[str, dict[str, int]]:
+        """category -> failure kind -> failed checks: what the report and the card group by."""
+        found: dict[str, dict[str, int]] = {}
+        for r in self.failures:
+            kinds = found.setdefault(r.category or "project", {})
+            kinds[r.kind or "wrong"] = kinds.get(r.kind or "wrong", 0) + 1
+        return found
 
     @property
     def untested(self) -> tuple[str, ...]:
@@ -119,7 +166,12 @@ class SmokeReport:
             "seeds": list(self.seeds),
             "counts": {"total": len(self.results), "failed": len(self.failures),
                        "declined": sum(r.declined for r in self.results)},
+            "failures_by_category": self.failures_by_category(),
             "untested": list(self.untested),
+            "not_available": {"device": self.device_type, "ops": list(self.unavailable)},
+            "tiers": {c.op: c.tier for c in self.coverage},
+            "timeout_s": self.timeout_s,
+            "workers": self.workers,
             "coverage": [asdict(c) for c in self.coverage],
             "warnings": [w.to_json() for w in self.warnings],
             "delegation": [asdict(d) for d in self.delegation],

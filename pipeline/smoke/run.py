@@ -1,24 +1,41 @@
-"""The smoke stage: load the host's variant, plan each op's contract, run every
-case (the contract's and the project's), and say what was verified."""
+"""The smoke stage: the host's variant's cases run in a supervised worker, and
+what was verified is said.
+
+`run_smoke` never runs kernel code itself. A worker process (`worker.py`,
+`session.py`) loads the variant, plans each op's contract and runs one case
+at a time; this process keeps every result. A case that kills the worker, does
+not answer within the timeout or leaves the GPU in a sticky error state is a
+failed case (its name, the signal, timeout or CUDA error, the seed to replay),
+and a fresh worker takes the remaining cases. After an op's first timeout its
+later cases get a shorter one (`SHORT_TIMEOUT_*`), and an op lost
+`MAX_LOST_PER_OP` times has the rest of its cases recorded as not run, so a
+kernel that hangs or crashes everywhere costs a bounded time.
+
+`execute`, `run_cases` and `check_module` run cases in this process: for
+trusted callers only (the tests' fake kernels, and verify, whose consumer
+process is already one the pipeline supervises).
+"""
 
 from __future__ import annotations
 
-import math
 import random
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipeline.errors import Problem, SmokeError
 from pipeline.events import Event, Reporter, quiet
-from pipeline.smoke.cases import Case, for_device, load_cases, project_case
+from pipeline.smoke.cases import Case, CaseInfo, for_device, load_cases, project_case
 from pipeline.smoke.coverage import coverage_of, plan_warnings
-from pipeline.smoke.delegation import profile_call
-from pipeline.smoke.harness import CaseStats, RunState, bookkeeping, generators, run_seed, schedule_for
-from pipeline.smoke.opchecks import run_compile, run_opcheck
-from pipeline.smoke.plan import CLI, WORKSPACE, OpPlan, bench_shapes, contract_cases, plan_ops
+from pipeline.smoke.harness import CaseStats, RunState, bookkeeping
+from pipeline.smoke.plan import CLI, WORKSPACE, OpPlan, bench_shapes
 from pipeline.smoke.project_tests import run_project_tests
 from pipeline.smoke.report import CaseResult, Delegation, SmokeReport
+from pipeline.smoke.session import Loaded, SmokeSpec, make_cases, ops_of, profile_choices, run_case
+from pipeline.smoke.session import profile as profile_calls
+from pipeline.smoke.supervisor import Worker, WorkerGone
+from pipeline.smoke.variant import LoadedVariant, load_variant
 from pipeline.smoke.weak import weak_warnings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,6 +44,20 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DEFAULT_TRIALS = 3
 DEFAULT_SEEDS = tuple(range(DEFAULT_TRIALS))  # run_cases' default: fixed, for callers that want them fixed
+# Seconds one seed of one case may take (three calls, the reference and the checks).
+DEFAULT_TIMEOUT_S = 60.0
+# Loading the variant (importing torch and the kernel), and opcheck / torch.compile checks.
+LOAD_TIMEOUT_S = 300.0
+CHECKS_TIMEOUT_FACTOR = 5
+# After an op's first timeout its later cases get a shorter one: this many times the
+# slowest seed it answered, at least SHORT_TIMEOUT_S (an endless loop then costs seconds a case).
+SHORT_TIMEOUT_FACTOR = 20
+SHORT_TIMEOUT_S = 10.0
+# An op that crashed or timed out this often has its remaining cases recorded as not run.
+MAX_LOST_PER_OP = 16
+
+__all__ = ["DEFAULT_SEEDS", "DEFAULT_TIMEOUT_S", "DEFAULT_TRIALS", "Execution", "LoadedVariant", "check_module",
+           "execute", "load_variant", "new_seed", "run_cases", "run_smoke", "seeds_from"]
 
 
 def new_seed() -> int:
@@ -38,147 +69,89 @@ def seeds_from(seed: int, trials: int) -> tuple[int, ...]:
     return tuple(seed + i for i in range(trials))
 
 
-@dataclass(frozen=True)
-class LoadedVariant:
-    module: Any
-    kernel_name: str
-    kernel_id: str
-    variant: str
-    backend: str
-    path: Path
-
-
-def load_variant(build_dir: Path) -> LoadedVariant:
-    """The host's variant of `build_dir`, imported with kernels.get_local_kernel."""
-    try:
-        import kernels
-        from kernels.resolver import resolve_local_kernel
-    except ImportError as exc:  # pragma: no cover - kernels is a dependency
-        raise SmokeError(f"the kernels package is needed to load a build: {exc}", code="kernels-missing",
-                         hint="pip install kernels==0.17.2") from None
-    build_dir = Path(build_dir)
-    if not build_dir.is_dir():
-        raise SmokeError("no such build directory", path=str(build_dir), code="build-dir-missing",
-                         hint="run `python -m pipeline build PROJECT` first")
-    try:
-        local = resolve_local_kernel(build_dir, backend=None)
-    except (FileNotFoundError, ValueError) as exc:
-        raise SmokeError(f"no variant in this build tree can run here: {exc}", path=str(build_dir), code="no-host-variant",
-                         hint="build the host's variant: `python -m pipeline build PROJECT`") from None
-    try:
-        module = kernels.get_local_kernel(build_dir)
-    except Exception as exc:
-        raise SmokeError(f"kernels.get_local_kernel could not import the variant: {type(exc).__name__}: {exc}",
-                         path=str(local.variant_path), code="variant-import-failed") from None
-    meta = local.metadata
-    return LoadedVariant(module=module, kernel_name=str(meta.name), kernel_id=meta.id,
-                         variant=local.variant_path.name, backend=str(meta.backend.backend_type),
-                         path=Path(local.variant_path))
-
-
-def _ops_of(module):
-    ops = getattr(module, "ops", None)
-    if ops is None:
-        raise SmokeError("the kernel module has no `ops` (expected `from ._ops import ops` in __init__.py)",
-                         code="ops-missing")
-    return ops
-
-
 @dataclass
 class Execution:
     plans: list[OpPlan]
     results: list[CaseResult] = field(default_factory=list)
     stats: list[CaseStats] = field(default_factory=list)
-    cases: list[Case] = field(default_factory=list)
+    cases: list = field(default_factory=list)  # Case (in process) or CaseInfo (from a worker)
     delegation: list[Delegation] = field(default_factory=list)
+    unavailable: tuple[str, ...] = ()
+    project_ops: dict = field(default_factory=dict)  # op -> passing project tests that called it
 
 
-def _first_seed_checks(op, case: Case, device, seed: int) -> list[CaseResult]:
-    out = []
-    gen, _ = generators(seed + 1, case.name)
-    if "opcheck" in case.checks:
-        try:
-            msg = run_opcheck(op, case.make(device, gen))
-            out.append(CaseResult(case.name, case.op, seed, "opcheck", not msg, message=msg))
-        except Exception as exc:  # opcheck's own failure is the finding
-            out.append(CaseResult(case.name, case.op, seed, "opcheck", False, message=f"{type(exc).__name__}: {exc}"[:500]))
-    if "compile" in case.checks:
-        try:
-            err, bound, msg = run_compile(op, case, case.make(device, gen), device)
-            out.append(CaseResult(case.name, case.op, seed, "compile", not msg, err, bound, msg))
-        except Exception as exc:  # a graph break or a failed compile is the finding
-            out.append(CaseResult(case.name, case.op, seed, "compile", False, message=f"{type(exc).__name__}: {exc}"[:500]))
-    return out
+def _plan_failures(ex: Execution) -> None:
+    for plan in ex.plans:
+        if plan.failed:
+            ex.results.append(CaseResult(f"{plan.op}:contract", plan.op, None, "contract", False,
+                                         message=plan.note, contract=plan.family, kind="binding",
+                                         category="binding"))
 
 
-def _run_one(ops, case: Case, device, seeds: tuple[int, ...], state: RunState, op_checks: bool,
-             ex: Execution) -> None:
-    op = getattr(ops, case.op, None)
-    if op is None:
-        ex.results.append(CaseResult(case.name, case.op, None, "values", False,
-                                     message=f"the kernel has no op {case.op!r}", contract=case.contract))
-        return
-    schedule = schedule_for(case, seeds[0])
-    for i, seed in enumerate(seeds):
-        result, stats = run_seed(op, case, device, seed, state, schedule)
-        ex.results.append(result)
-        if i == 0 and stats is not None:
-            ex.stats.append(stats)
-        if i == 0 and op_checks and case.checks:
-            ex.results.extend(_first_seed_checks(op, case, device, seed))
-    ex.cases.append(case)
-
-
-def _profile(ops, ex: Execution, device, seed: int) -> None:
-    """One call per op under the profiler: a contract case with contiguous inputs when there is one."""
-    namespace = getattr(ops, "name", None)
-    if not namespace:
-        return
-    chosen: dict[str, Case] = {}
-    for case in ex.cases:
-        current = chosen.get(case.op)
-        if current is None or (_plain(case) and not _plain(current)):
-            chosen[case.op] = case
-    for op_name, case in chosen.items():
-        op = getattr(ops, op_name)
-        try:
-            call = case.make(device, generators(seed, case.name)[0])
-        except Exception:  # the values check already reported it
-            continue
-        ex.delegation.append(profile_call(op_name, f"{namespace}::{op_name}", lambda: op(*call.args), device))
-
-
-def _plain(case: Case) -> bool:
-    """A contract case with ordinary storage and a modest size: what profiling one call should see."""
-    return (case.contract is not None and not case.refusable and case.shape is not None
-            and 0 < math.prod(case.shape) <= 1 << 20)
+# --------------------------------------------------------------------------
+# In process (trusted callers)
 
 
 def execute(module, device, project: list[Case], bindings: dict, seeds: tuple[int, ...], *,
             report: Reporter = quiet, op_checks: bool = True, profile: bool = True,
             bench: dict | None = None) -> Execution:
-    """Plan the ops, then run the project's cases and every contract case on `device`
-    (with the benchmark's shapes, `bench`: op -> [(shape, dtype)])."""
-    ops = _ops_of(module)
-    ex = Execution(plans=plan_ops(ops, bindings))
-    cases = list(project)
-    for plan in ex.plans:
-        if plan.failed:
-            ex.results.append(CaseResult(f"{plan.op}:contract", plan.op, None, "contract", False,
-                                         message=plan.note, contract=plan.family))
-        cases.extend(contract_cases(plan, device.type, (bench or {}).get(plan.op, ())))
+    """Plan the ops, then run the project's cases and every contract case on `device`, here."""
+    ops = ops_of(module)
+    plans, cases, unavailable = make_cases(ops, device, project, bindings, bench)
+    ex = Execution(plans=plans, unavailable=unavailable)
+    _plan_failures(ex)
+
+    def emit(message: tuple) -> None:
+        if message[0] == "result":
+            ex.results.append(message[1])
+        elif message[0] == "stats":
+            ex.stats.append(message[1])
+
     state = RunState()
     with bookkeeping(state):
         for n, case in enumerate(cases):
             report(Event("progress", case.name, n, len(cases), stage="smoke"))
-            _run_one(ops, case, device, seeds, state, op_checks, ex)
-    ex.results[:] = dtype_refusals_declined(ex.results, cases)
+            run_case(ops, case, device, seeds, state, op_checks, emit)
+            ex.cases.append(case)
+    ex.results[:] = dtype_refusals_declined(ex.results, ex.cases)
     if profile:
-        _profile(ops, ex, device, seeds[0])
+        passed = {r.name for r in ex.results if r.passed and not r.declined}
+        ex.delegation.extend(profile_calls(ops, cases, profile_choices(cases, passed), device, seeds[0]))
     return ex
 
 
-def dtype_refusals_declined(results: list[CaseResult], cases: list[Case]) -> list[CaseResult]:
+def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, report: Reporter = quiet,
+              op_checks: bool = True) -> list[CaseResult]:
+    """Run case-file cases (dicts) meant for `device` against a loaded kernel module, in this
+    process; no contracts."""
+    kept, _ = for_device([project_case(c) for c in cases], device.type)
+    ops = ops_of(module)
+    results: list[CaseResult] = []
+
+    def emit(message: tuple) -> None:
+        if message[0] == "result":
+            results.append(message[1])
+
+    state = RunState()
+    with bookkeeping(state):
+        for n, case in enumerate(kept):
+            report(Event("progress", case.name, n, len(kept), stage="smoke"))
+            run_case(ops, case, device, tuple(seeds), state, op_checks, emit)
+    return results
+
+
+def check_module(module, device, *, seeds: tuple[int, ...], cases_file: Path | None = None,
+                 contracts: tuple[tuple[str, str], ...] = (), report: Reporter = quiet,
+                 op_checks: bool = False) -> list[CaseResult]:
+    """A loaded kernel module's ops against their contracts (bound in `contracts`, else
+    inferred) plus the project's cases (`cases_file`, if any), in this process. What verify runs."""
+    project = [project_case(c) for c in load_cases(cases_file)] if cases_file is not None else []
+    project, _ = for_device(project, device.type)
+    return execute(module, device, project, _bindings(tuple(contracts), ()), tuple(seeds), report=report,
+                   op_checks=op_checks, profile=False).results
+
+
+def dtype_refusals_declined(results: list[CaseResult], cases: list) -> list[CaseResult]:
     """A kernel may support fewer dtypes than a contract samples: when an op refuses (raises on)
     every contract case of one dtype, and answers correctly in another dtype, those cases are
     declined (reported), not failed. An op that refuses everything still fails."""
@@ -196,7 +169,7 @@ def dtype_refusals_declined(results: list[CaseResult], cases: list[Case]) -> lis
                        for (o, d), others in groups.items() if o == op and d != dtype for i in others)
         if answered:
             for i in idx:
-                out[i] = replace(results[i], passed=True, declined=True,
+                out[i] = replace(results[i], passed=True, declined=True, kind="",
                                  message=f"declined: {dtype} refused: {results[i].message}")
     return out
 
@@ -208,70 +181,204 @@ def _bindings(cli: tuple[tuple[str, str], ...], workspace: tuple[tuple[str, str]
     return found
 
 
-def run_cases(module, cases: list[dict], device, *, seeds=DEFAULT_SEEDS, report: Reporter = quiet,
-              op_checks: bool = True) -> list[CaseResult]:
-    """Run case-file cases (dicts) meant for `device` against a loaded kernel module; no contracts."""
-    kept, _ = for_device([project_case(c) for c in cases], device.type)
-    ops = _ops_of(module)
-    ex = Execution(plans=[])
-    state = RunState()
-    with bookkeeping(state):
-        for n, case in enumerate(kept):
-            report(Event("progress", case.name, n, len(kept), stage="smoke"))
-            _run_one(ops, case, device, tuple(seeds), state, op_checks, ex)
-    return ex.results
+# --------------------------------------------------------------------------
+# Supervised (the smoke stage)
 
 
-def check_module(module, device, *, seeds: tuple[int, ...], cases_file: Path | None = None,
-                 contracts: tuple[tuple[str, str], ...] = (), report: Reporter = quiet,
-                 op_checks: bool = False) -> list[CaseResult]:
-    """A loaded kernel module's ops against their contracts (bound in `contracts`, else
-    inferred) plus the project's cases (`cases_file`, if any). What verify runs."""
-    project = [project_case(c) for c in load_cases(cases_file)] if cases_file is not None else []
-    project, _ = for_device(project, device.type)
-    return execute(module, device, project, _bindings(tuple(contracts), ()), tuple(seeds), report=report,
-                   op_checks=op_checks, profile=False).results
+@dataclass(frozen=True)
+class Limits:
+    """How long the worker may take: per seed of a case, to load, and for opcheck/compile."""
+
+    case_s: float = DEFAULT_TIMEOUT_S
+    load_s: float = LOAD_TIMEOUT_S
+
+    @property
+    def checks_s(self) -> float:
+        return max(self.case_s * CHECKS_TIMEOUT_FACTOR, self.case_s)
 
 
-def _device(loaded: LoadedVariant):
-    import torch
+class SupervisedRun:
+    """The cases of one spec, each sent to a worker; a dead worker is replaced and reloaded."""
 
-    if loaded.backend == "cuda":
-        if not torch.cuda.is_available():
-            raise SmokeError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
-        return torch.device("cuda")
-    return torch.device("cpu")
+    def __init__(self, spec: SmokeSpec, limits: Limits, report: Reporter):
+        self.spec, self.limits, self.report = spec, limits, report
+        self.worker = Worker()
+        self.loaded: Loaded | None = None
+
+    def __enter__(self) -> "SupervisedRun":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.worker.stop()
+
+    def load(self) -> Loaded:
+        self.worker.request("smoke.load", self.spec)
+        try:
+            kind, payload = self.worker.receive(self.limits.load_s)
+        except WorkerGone as gone:
+            raise SmokeError(f"loading the variant ended its worker process: {gone.exit.describe()}",
+                             path=self.spec.build_root, code="variant-import-failed",
+                             hint="the variant's import (or its op registration) crashes or hangs; "
+                                  "run `python -c 'import kernels; kernels.get_local_kernel(...)'` to see it") from None
+        if kind == "failed":
+            raise SmokeError(payload.message, path=payload.path or self.spec.build_root,
+                             code=payload.code or "variant-import-failed", hint=payload.hint) from None
+        if self.loaded is not None and [c.name for c in payload.cases] != [c.name for c in self.loaded.cases]:
+            raise SmokeError("a fresh worker planned other cases than the first one: the plan is not "
+                             "deterministic", path=self.spec.build_root, code="variant-import-failed")
+        self.loaded = payload
+        return payload
+
+    def _ensure(self) -> None:
+        if not self.worker.alive:
+            self.load()
+
+    def run(self, index: int, case_s: float) -> tuple[list[CaseResult], list[CaseStats], str, float]:
+        """One case, each seed within `case_s`: its results, its stats, how the worker ended if it
+        did ("" when it lives), and the slowest seed's seconds."""
+        info = self.loaded.cases[index]
+        results: list[CaseResult] = []
+        stats: list[CaseStats] = []
+        self._ensure()
+        seed, phase = (self.spec.seeds[0] if self.spec.seeds else None), "values"
+        self.worker.request("smoke.case", index)
+        began, slowest = time.monotonic(), 0.0
+        while True:
+            deadline = max(self.limits.checks_s, case_s) if phase == "checks" else case_s
+            try:
+                kind, *payload = self.worker.receive(deadline)
+            except WorkerGone as gone:
+                results.append(self._lost(info, seed, phase, gone, deadline))
+                return results, stats, gone.exit.kind, slowest
+            if kind == "begin":
+                seed, phase = payload
+                began = time.monotonic()
+            elif kind == "result":
+                results.append(payload[0])
+                if phase == "values":
+                    slowest = max(slowest, time.monotonic() - began)
+            elif kind == "stats":
+                stats.append(payload[0])
+            elif kind == "failed":  # the worker caught an error outside the case's own checks
+                results.append(CaseResult(info.name, info.op, seed, "values", False, message=payload[0].message,
+                                          contract=info.contract, kind="raised", category=info.category))
+            elif kind == "end":
+                ok, reason = payload
+                if not ok:
+                    self.worker.stop()  # a sticky CUDA error: the next case gets a fresh worker
+                    return results, stats, "cuda-error", slowest
+                return results, stats, "", slowest
+
+    def _lost(self, info: CaseInfo, seed: int | None, phase: str, gone: WorkerGone, deadline: float) -> CaseResult:
+        exit = gone.exit
+        what = {"crash": "the worker died", "exit": "the worker exited",
+                "timeout": "timed out"}.get(exit.kind, "the worker ended")
+        if exit.kind == "timeout":
+            shortened = "" if deadline >= self.limits.case_s else " (shortened after an earlier timeout of this op)"
+            message = (f"timed out: {exit.describe()}{shortened}; the timeout per case and seed is --timeout "
+                       f"{self.limits.case_s:g}")
+        else:
+            message = f"{what} with {exit.describe()}"
+        replay = f"replay: --seed {seed} --seeds 1 --only '{info.name}'" if seed is not None else ""
+        check = "values" if phase == "values" else "opcheck"
+        return CaseResult(info.name, info.op, seed, check, False, message=f"{message}; {replay}".rstrip("; "),
+                          contract=info.contract, kind="timeout" if exit.kind == "timeout" else "crash",
+                          category=info.category)
+
+    def profile(self, ex: Execution) -> list[Delegation]:
+        passed = {r.name for r in ex.results if r.passed and not r.declined}
+        choices = profile_choices(list(self.loaded.cases), passed)
+        if not choices:
+            return []
+        try:
+            self._ensure()
+            self.worker.request("smoke.profile", choices)
+            kind, payload = self.worker.receive(self.limits.checks_s)
+        except (WorkerGone, SmokeError):  # profiling is a warning's source, never a verdict
+            return []
+        return payload if kind == "delegation" else []
+
+
+def _not_run(info: CaseInfo, seed: int | None, why: str) -> CaseResult:
+    return CaseResult(info.name, info.op, seed, "values", False, message=f"not run: {why}", contract=info.contract,
+                      kind="not-run", category=info.category)
+
+
+@dataclass
+class _OpHistory:
+    """What one op's cases did so far: how slow its answers were, how often it was lost."""
+
+    slowest: float = 0.0
+    timeouts: int = 0
+    lost: list = field(default_factory=list)  # cases that crashed or timed out
+
+    def deadline(self, limits: Limits) -> float:
+        if not self.timeouts:
+            return limits.case_s
+        return min(limits.case_s, max(SHORT_TIMEOUT_S, SHORT_TIMEOUT_FACTOR * self.slowest))
+
+
+def supervised(spec: SmokeSpec, limits: Limits, report: Reporter) -> tuple[Loaded, Execution, int]:
+    """Every case of `spec` through workers; (what the first worker loaded, the execution, workers started)."""
+    with SupervisedRun(spec, limits, report) as runner:
+        loaded = runner.load()
+        ex = Execution(plans=list(loaded.plans), unavailable=loaded.unavailable)
+        _plan_failures(ex)
+        history: dict[str, _OpHistory] = {}
+        for n, info in enumerate(loaded.cases):
+            report(Event("progress", info.name, n, len(loaded.cases), stage="smoke"))
+            ex.cases.append(info)
+            op = history.setdefault(info.op, _OpHistory())
+            if len(op.lost) >= MAX_LOST_PER_OP:
+                ex.results.append(_not_run(info, spec.seeds[0], f"{info.op} crashed or timed out on {len(op.lost)} "
+                                           f"case(s) already (the first: {', '.join(op.lost[:3])})"))
+                continue
+            results, stats, ended, slowest = runner.run(n, op.deadline(limits))
+            op.slowest = max(op.slowest, slowest)
+            ex.results.extend(results)
+            ex.stats.extend(stats)
+            if ended in ("crash", "timeout", "exit"):
+                op.lost.append(info.name)
+                op.timeouts += ended == "timeout"
+                report(Event("step", f"{info.name}: {results[-1].message}", stage="smoke"))
+            elif ended == "cuda-error":
+                report(Event("step", f"{info.name}: sticky CUDA error; a fresh worker takes the next case",
+                             stage="smoke"))
+        ex.results[:] = dtype_refusals_declined(ex.results, ex.cases)
+        ex.delegation.extend(runner.profile(ex))
+        return loaded, ex, runner.worker.started
 
 
 def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seed: int | None = None, trials: int = DEFAULT_TRIALS,
               contracts: tuple[tuple[str, str], ...] = (), report: Reporter = quiet, op_checks: bool = True,
-              seeds: tuple[int, ...] | None = None) -> SmokeReport:
-    """Load the host's variant of `bundle`; run its contracts and the resolved kernel's cases.
-    The run's seeds are `seed`, `seed + 1`, ... (`trials` of them; `seed` drawn afresh when
-    None), or exactly `seeds` when given."""
-    import torch
-
-    loaded = load_variant(bundle.root)
-    device = _device(loaded)
+              seeds: tuple[int, ...] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+              only: tuple[str, ...] = ()) -> SmokeReport:
+    """The host's variant of `bundle` against its contracts and the resolved kernel's cases,
+    in a supervised worker. The run's seeds are `seed`, `seed + 1`, ... (`trials` of them;
+    `seed` drawn afresh when None), or exactly `seeds` when given. `timeout_s` bounds each
+    seed of each case; `only` keeps the cases whose names match (fnmatch patterns)."""
     if not seeds:
         seeds = seeds_from(new_seed() if seed is None else int(seed), trials)
     seeds = tuple(seeds)
     cases_file = kernel.smoke_cases if kernel is not None else None
-    project, left_out = for_device([project_case(c) for c in load_cases(cases_file)] if cases_file else [],
-                                   device.type)
     workspace = kernel.contracts if kernel is not None else ()
     bench = bench_shapes(kernel.bench_cases) if kernel is not None else {}
-    ex = execute(loaded.module, device, project, _bindings(tuple(contracts), workspace), seeds, report=report,
-                 op_checks=op_checks, bench=bench)
+    spec = SmokeSpec(build_root=str(Path(bundle.root).resolve()), bindings=_bindings(tuple(contracts), workspace),
+                     cases_file=str(cases_file) if cases_file else None, bench=bench, seeds=seeds,
+                     op_checks=op_checks, only=tuple(only))
+    loaded, ex, workers = supervised(spec, Limits(case_s=float(timeout_s)), report)
     tests = None
-    if kernel is not None and cases_file is None:
-        report(Event("step", "running the project's kernels_ci tests", stage="smoke"))
-        tests = run_project_tests(kernel.root, loaded.path, bundle.root, kernel.project.python_name)
+    if kernel is not None and cases_file is None and not only:
+        report(Event("step", "running the project's own tests", stage="smoke"))
+        tests = run_project_tests(kernel.root, Path(loaded.path), bundle.root, kernel.project.python_name,
+                                  namespace=loaded.kernel_id, kernel_name=loaded.kernel_name)
+        if tests is not None and tests.passed:
+            ex.project_ops = {op: 1 for op in tests.ops}
     where = kernel.shown if kernel is not None else str(bundle.root)
     warnings: list[Problem] = plan_warnings(ex, where) + weak_warnings(ex.stats, where, len(seeds))
-    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     return SmokeReport(kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
-                       device=device_name, project=kernel.shown if kernel is not None else "(no project)",
-                       results=tuple(ex.results), left_out=tuple(left_out), seed=seeds[0], seeds=seeds,
+                       device=loaded.device, project=kernel.shown if kernel is not None else "(no project)",
+                       results=tuple(ex.results), left_out=tuple(loaded.left_out), seed=seeds[0], seeds=seeds,
                        coverage=tuple(coverage_of(ex, seeds)), warnings=tuple(warnings),
-                       delegation=tuple(ex.delegation), project_tests=tests)
+                       delegation=tuple(ex.delegation), project_tests=tests, device_type=loaded.device_type,
+                       timeout_s=float(timeout_s), workers=workers)

@@ -295,6 +295,9 @@ def test_kernels_ci_tests_run_against_the_variant(tmp_path):
     assert (result.ran, result.failed, result.passed) == (2, 1, False)
     assert "test_two" in result.output
     (project / "tests" / "test_k.py").write_text("def test_unmarked():\n    pass\n")
+    unmarked = run_project_tests(project, variant, variant.parent, "mykernel")  # no marker: every test runs
+    assert (unmarked.ran, unmarked.failed) == (1, 0)
+    (project / "tests" / "test_k.py").unlink()
     assert run_project_tests(project, variant, variant.parent, "mykernel") is None
 
 
