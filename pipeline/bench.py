@@ -124,6 +124,7 @@ class BenchReport:
     cases: tuple[CaseBench, ...] = field(default_factory=tuple)
     command: str = ""
     created: str = ""
+    failed: tuple[tuple[str, str], ...] = ()  # (case, why): raised, crashed its worker, timed out
 
     def to_json(self) -> dict:
         rows = []
@@ -156,6 +157,7 @@ class BenchReport:
             "kernel": self.kernel, "kernel_id": self.kernel_id, "variant": self.variant, "device": self.device,
             "torch": self.torch, "command": self.command, "created": self.created, "method": self.method,
             "copy_bandwidth_gbs": _sig(self.copy_gbs), "results": rows,
+            "failed": [{"name": n, "message": m} for n, m in self.failed],
         }
 
 
@@ -300,6 +302,11 @@ def fresh_compiles():
         yield
 
 
+def bench_case(timer: Timer, module, case: dict, device, samples: int) -> CaseBench:
+    """One case as `run_cases` times it (what the bench worker runs per request)."""
+    return _bench_case(timer, module, case, device, None, samples, SAME_SIZE_MIN_BYTES)
+
+
 def _bench_case(timer: Timer, module, case: dict, device, graph: bool | None, samples: int,
                 same_size_min_bytes: int) -> CaseBench:
     import torch
@@ -394,25 +401,34 @@ def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limi
                             "harness, they are not the kernel's", stage="bench"))
 
 
-def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = WARMUP,
-              only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
-              command: str = "", cpu_limit_s: float | None = None, dtype: str | None = None,
-              samples: int = 1) -> BenchReport:
-    """Time the host's variant of `bundle` on the resolved kernel's bench cases (in `dtype`,
-    when given; `samples` fresh setups per case). On a CPU-only host, warn with an estimate,
-    and refuse when it exceeds `cpu_limit_s`."""
+# Seconds one bench case (every sample, baselines and torch.compile included) may take.
+CASE_TIMEOUT_S = 600.0
+LOAD_TIMEOUT_S = 300.0
+
+
+def _cpu_warning(why: str, cases: int, reps: int, estimate: float | None, limit_s: float | None,
+                 report: Reporter) -> None:
+    about = "an unknown time" if estimate is None else (
+        f"about {estimate / 60:.0f} min" if estimate >= 90 else f"about {estimate:.0f} s")
+    what = f"{cases} case(s) x {reps} repetition(s)"
+    if limit_s is not None and estimate is not None and estimate > limit_s:
+        raise BenchError(f"{why}: timing {what} on the CPU would take {about}, and CPU figures are not "
+                         "the kernel's (host clock, no L2 flush)", code="bench-cpu-only",
+                         hint="run on a GPU host; to try the harness here, narrow the run "
+                              "(--only NAME --reps 3) or pass --allow-cpu")
+    report(Event("warning", f"{why}: timing {what} on the CPU ({about}); the figures test the "
+                            "harness, they are not the kernel's", stage="bench"))
+
+
+def _in_process(bundle: "Bundle", cases: list[dict], *, reps: int, warmup: int, only: str | None,
+                report: Reporter, cpu_limit_s: float | None, samples: int) -> tuple:
+    """The given case dicts (a caller's own, trusted) timed in this process."""
     import torch
 
     try:
         loaded = load_variant(bundle.root)
     except SmokeError as exc:
         raise BenchError(exc.message, hint=exc.hint, path=exc.path, code=exc.code) from None
-    if cases is None:
-        if kernel is None or kernel.bench_cases is None:
-            where = kernel.shown if kernel is not None else str(bundle.root)
-            raise BenchError(f"no {CASES_FILE} for this build", path=where, code="bench-cases-missing",
-                             hint="pass the kernel project with --kernel PATH; see the case contract in pipeline/bench.py")
-        cases = load_cases(kernel.bench_cases, dtype)
     if only:
         cases = [c for c in cases if only in c["name"]]
         if not cases:
@@ -429,11 +445,121 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
                   report=report)
     copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report,
                                   samples=samples)
-    return BenchReport(kernel=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
-                       device=device_name, torch=torch.__version__, copy_gbs=copy_gbs,
-                       method=method_record(device, reps=reps, warmup=warmup, samples=samples),
+    return (loaded.kernel_name, loaded.kernel_id, loaded.variant, device_name, device.type, torch.__version__,
+            copy_gbs, results, ())
+
+
+def _supervised(bundle: "Bundle", cases_file: Path, *, reps: int, warmup: int, only: str | None, dtype: str | None,
+                report: Reporter, cpu_limit_s: float | None, samples: int, timeout_s: float) -> tuple:
+    """The project's case file and kernel in a worker process: a case that raises, crashes
+    the worker or passes `timeout_s` is recorded as failed and the rest are timed."""
+    from pipeline.bench_worker import BenchSpec
+    from pipeline.smoke.supervisor import Worker, WorkerGone
+
+    spec = BenchSpec(build_root=str(Path(bundle.root).resolve()), cases_file=str(cases_file), dtype=dtype, only=only,
+                     reps=reps, warmup=warmup, samples=samples)
+    results, failed, copies = [], [], []
+
+    def load(worker: Worker):
+        worker.request("bench.load", spec)
+        try:
+            kind, payload = worker.receive(LOAD_TIMEOUT_S)
+        except WorkerGone as gone:
+            raise BenchError(f"loading the variant or the case file ended its worker: {gone.exit.describe()}",
+                             path=spec.build_root, code="bench-cases-failed") from None
+        if kind == "failed":
+            raise BenchError(payload.message, path=payload.path, code=payload.code or "bench-cases-failed",
+                             hint=payload.hint)
+        return payload
+
+    def ask(worker: Worker, verb: str, deadline: float):
+        try:
+            worker.request(verb)
+            return worker.receive(deadline)
+        except WorkerGone:
+            return (None, None)
+
+    with Worker() as worker:
+        loaded = load(worker)
+        if loaded.device_type != "cuda":
+            import torch
+
+            why = "a CPU variant" if torch.cuda.is_available() else "no CUDA device"
+            _, estimate = ask(worker, "bench.estimate", timeout_s)
+            _cpu_warning(why, len(loaded.cases), reps * samples, estimate, cpu_limit_s, report)
+        for verb in ("bench.copy",):
+            kind, gbs = ask(worker, verb, timeout_s)
+            if kind == "copy":
+                copies.append(gbs)
+        for n, name in enumerate(loaded.cases):
+            report(Event("progress", name, n, len(loaded.cases), stage="bench"))
+            if not worker.alive:
+                load(worker)
+            worker.request("bench.case", n)
+            try:
+                while True:
+                    kind, *payload = worker.receive(timeout_s)
+                    if kind == "bench":
+                        results.append(payload[0])
+                    elif kind == "failed":
+                        failed.append((name, payload[0].message))
+                    elif kind == "end":
+                        if not payload[0]:
+                            worker.stop()
+                        break
+            except WorkerGone as gone:
+                what = "timed out" if gone.exit.kind == "timeout" else "the worker died"
+                failed.append((name, f"{what}: {gone.exit.describe()}"))
+                report(Event("step", f"{name}: {failed[-1][1]}", stage="bench"))
+        # Measured again at the end: the report uses the larger, so no drift makes
+        # the kernel look closer to the ceiling than it is.
+        if not worker.alive:
+            load(worker)
+        kind, gbs = ask(worker, "bench.copy", timeout_s)
+        if kind == "copy":
+            copies.append(gbs)
+    return (loaded.kernel_name, loaded.kernel_id, loaded.variant, loaded.device, loaded.device_type, loaded.torch,
+            max(copies) if copies else float("nan"), results, tuple(failed))
+
+
+def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, warmup: int = WARMUP,
+              only: str | None = None, cases: list[dict] | None = None, report: Reporter = quiet,
+              command: str = "", cpu_limit_s: float | None = None, dtype: str | None = None,
+              samples: int = 1, timeout_s: float = CASE_TIMEOUT_S) -> BenchReport:
+    """Time the host's variant of `bundle` on the resolved kernel's bench cases (in `dtype`,
+    when given; `samples` fresh setups per case), in a supervised worker: a case that
+    fails, crashes or passes `timeout_s` is listed in `failed` and the others are timed.
+    `cases` (dicts of a trusted caller) are timed in this process instead. On a CPU-only
+    host, warn with an estimate, and refuse when it exceeds `cpu_limit_s`."""
+    if reps < 1:
+        raise BenchError("reps must be at least 1", code="usage")
+    if samples < 1:
+        raise BenchError("samples must be at least 1", code="usage")
+    if cases is not None:
+        got = _in_process(bundle, cases, reps=reps, warmup=warmup, only=only, report=report,
+                          cpu_limit_s=cpu_limit_s, samples=samples)
+    else:
+        if kernel is None or kernel.bench_cases is None:
+            where = kernel.shown if kernel is not None else str(bundle.root)
+            raise BenchError(f"no {CASES_FILE} for this build", path=where, code="bench-cases-missing",
+                             hint="pass the kernel project with --kernel PATH; see the case contract in pipeline/bench.py")
+        if dtype is not None and dtype not in DTYPES:
+            raise BenchError(f"unknown dtype {dtype!r}", code="bench-dtype-unknown", hint="one of " + ", ".join(DTYPES))
+        got = _supervised(bundle, kernel.bench_cases, reps=reps, warmup=warmup, only=only, dtype=dtype,
+                          report=report, cpu_limit_s=cpu_limit_s, samples=samples, timeout_s=timeout_s)
+    kernel_name, kernel_id, variant, device_name, device_type, torch_version, copy_gbs, results, failed = got
+    return BenchReport(kernel=kernel_name, kernel_id=kernel_id, variant=variant,
+                       device=device_name, torch=torch_version, copy_gbs=copy_gbs,
+                       method=method_record(_DeviceType(device_type), reps=reps, warmup=warmup, samples=samples),
                        cases=tuple(results), command=command,
-                       created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                       created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), failed=failed)
+
+
+@dataclass(frozen=True)
+class _DeviceType:
+    """What method_record reads of a device: its type."""
+
+    type: str
 
 
 def method_record(device, *, reps: int, warmup: int, samples: int) -> dict:

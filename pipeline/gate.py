@@ -1,7 +1,9 @@
 """The publish gate: a bundle is uploaded only when check and smoke pass
 (or `--force` says otherwise, which the card records), and only when every op
-was tested by a contract or a project case (or `--allow-untested` says
-otherwise, which the card marks)."""
+was tested: by a contract, a project case, or (a weaker tier the card states)
+only by the project's own tests, which `--require-contracts` refuses. An op the
+variant ships no kernel of for this device is "not available" there, not
+untested. `--allow-untested` publishes untested ops anyway, and the card marks them."""
 
 from __future__ import annotations
 
@@ -47,7 +49,18 @@ def smoke_summary(report: SmokeReport) -> str:
             + (f"; contracts: {', '.join(contracts)}" if contracts else "; no contract") + ")")
 
 
-def untested_error(report: SmokeReport, kernel: Kernel | None) -> PublishError:
+def weakly_tested(report: SmokeReport) -> tuple[str, ...]:
+    """Ops only the project's own tests call (no contract, no project case)."""
+    return tuple(c.op for c in report.coverage if c.tier == "project-tests")
+
+
+def untested_error(report: SmokeReport, kernel: Kernel | None, require_contracts: bool = False) -> PublishError:
+    if require_contracts and weakly_tested(report):
+        ops = weakly_tested(report)
+        return PublishError(
+            f"{len(ops)} op(s) of {report.kernel} are tested by the project's own tests only: {', '.join(ops)}; "
+            "--require-contracts asks for a contract or a project case for every op; nothing was uploaded",
+            code="publish-untested", path=kernel.shown if kernel is not None else None, hint=untested_hint(ops))
     ops = report.untested
     return PublishError(
         f"{len(ops)} op(s) of {report.kernel} are tested by nothing: {', '.join(ops)} (no contract matches them "
@@ -93,8 +106,12 @@ def _smoke(bundle: Bundle, kernel: Kernel | None, report: Reporter, contracts: t
 
 
 def _untested(smoke_report: SmokeReport, kernel: Kernel | None, allow_untested: bool,
-              report: Reporter) -> tuple[str, ...]:
+              report: Reporter, require_contracts: bool = False) -> tuple[str, ...]:
     untested = smoke_report.untested
+    if require_contracts and weakly_tested(smoke_report) and not allow_untested:
+        raise untested_error(smoke_report, kernel, require_contracts=True)
+    if require_contracts:
+        untested = tuple(dict.fromkeys(untested + weakly_tested(smoke_report)))
     if untested and not allow_untested:
         raise untested_error(smoke_report, kernel)
     if untested:
@@ -105,7 +122,8 @@ def _untested(smoke_report: SmokeReport, kernel: Kernel | None, allow_untested: 
 
 def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False, smoke: bool = True,
              report: Reporter = quiet, contracts: tuple[tuple[str, str], ...] = (),
-             allow_untested: bool = False, seed: int | None = None) -> GateResult:
+             allow_untested: bool = False, seed: int | None = None,
+             require_contracts: bool = False) -> GateResult:
     """Check, then smoke where this host can. A dry run runs both too: the card
     lists their verdicts, so a dry run that skipped smoke would plan another card
     than the real run uploads (and miss the refusal a failing smoke causes)."""
@@ -119,7 +137,10 @@ def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False
         smoke_report, passed, summary = _smoke(checked.bundle, kernel, report, contracts, seed)
         if smoke_report is not None:
             report(Event("step", f"seed {smoke_report.seed} (replay: --seed {smoke_report.seed})", stage="smoke"))
-            untested = _untested(smoke_report, kernel, allow_untested, report)
+            untested = _untested(smoke_report, kernel, allow_untested, report, require_contracts)
+            if smoke_report.unavailable:
+                report(Event("step", f"not available on {smoke_report.device_type or smoke_report.device} "
+                             f"({smoke_report.variant}): {', '.join(smoke_report.unavailable)}", stage="smoke"))
             if untested:  # allowed: what did run must still have passed
                 tests = smoke_report.project_tests
                 passed = not smoke_report.failures and (tests is None or tests.passed)

@@ -43,6 +43,7 @@ class PublishRequest:
     card_description: str | None = None
     contracts: tuple[tuple[str, str], ...] = ()  # --contract OP=FAMILY, over the workspace's bindings
     allow_untested: bool = False  # publish ops nothing tested; the card marks them
+    require_contracts: bool = False  # refuse ops that only the project's own tests call
     seed: int | None = None  # smoke's seed (--seed replays a run)
 
     @property
@@ -148,7 +149,8 @@ def publish(request: PublishRequest, target: Target, *, report: Reporter = quiet
                                rebuild=request.rebuild, report=report)
         report(Event("step", f"using {source.path} ({source.how})", stage="build"))
         gate = run_gate(source, request.kernel, force=request.force, smoke=request.smoke, report=report,
-                        contracts=request.contracts, allow_untested=request.allow_untested, seed=request.seed)
+                        contracts=request.contracts, allow_untested=request.allow_untested, seed=request.seed,
+                        require_contracts=request.require_contracts)
         version = publish_version(request, gate)
         if gate.bundle.name is not None and gate.bundle.name != request.name:
             report(Event("step", f"note: the kernel is named {gate.bundle.name!r}, the repository "

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pipeline.bench import CPU_LIMIT_S, DTYPES, WARMUP, markdown_table, plot, run_bench
+from pipeline.bench import CASE_TIMEOUT_S, CPU_LIMIT_S, DTYPES, WARMUP, markdown_table, plot, run_bench
 from pipeline.bundle import check_bundle, find_build_dir
 from pipeline.errors import BenchError
 from pipeline.fsutil import atomic_write_text, require_out_path
@@ -47,6 +47,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--markdown", type=Path, default=None, metavar="MD", help="write the Markdown table here")
     parser.add_argument("--allow-cpu", action="store_true",
                         help=f"time on a CPU-only host even when it would take over {CPU_LIMIT_S:.0f} s")
+    parser.add_argument("--timeout", type=float, default=CASE_TIMEOUT_S, metavar="S",
+                        help=f"seconds one case may take in the worker before it counts as hung (default {CASE_TIMEOUT_S:g})")
     parser.add_argument("--json", action="store_true", help="print the results as JSON only")
 
 
@@ -63,7 +65,7 @@ def run(args, output) -> int:
     with output.reporter() as events:
         report = run_bench(bundle, kernel, reps=args.reps, warmup=args.warmup, only=args.only,
                            report=events, command=command, cpu_limit_s=None if args.allow_cpu else CPU_LIMIT_S,
-                           dtype=args.dtype, samples=args.samples)
+                           dtype=args.dtype, samples=args.samples, timeout_s=args.timeout)
     data = report.to_json()
     if args.out:
         atomic_write_text(args.out, json.dumps(data, indent=2) + "\n")
@@ -76,4 +78,10 @@ def run(args, output) -> int:
         output.emit_json(data)
     else:
         output.result(table)
+        for name, why in report.failed:
+            output.result(f"FAIL {name}: {why}")
+    if report.failed:
+        if not output.json_mode:
+            output.result(f"{len(report.failed)} of {len(report.failed) + len(report.cases)} case(s) failed")
+        return BenchError.exit_code
     return 0

@@ -21,7 +21,9 @@ Publish a kernel to a Kernel Hub, running the stages it still needs:
 A bundle that fails check or smoke is not uploaded; --force uploads it anyway
 and the kernel card says so. An op that neither a contract (--contract OP=FAMILY,
 [workspace.contracts.<kernel>], or inferred) nor tests/smoke_cases.py tests is
-refused too; --allow-untested publishes it and the card marks it untested.
+refused too; --allow-untested publishes it and the card marks it untested. An op
+that only the project's own tests call is accepted as a weaker tier (the card says
+"tested by the project's own tests only") unless --require-contracts.
 
 Where it goes (printed first):
   --endpoint URL  >  HF_ENDPOINT  >  the Hugging Face Hub when a token is
@@ -60,6 +62,8 @@ def add_arguments(parser) -> None:
                         help="smoke-test op OP against contract FAMILY (repeatable; overrides the workspace file)")
     parser.add_argument("--allow-untested", action="store_true",
                         help="publish even if an op has no contract and no case (the card marks it untested)")
+    parser.add_argument("--require-contracts", action="store_true",
+                        help="refuse ops that only the project's own tests call (no contract, no project case)")
     parser.add_argument("--seed", type=int, default=None, metavar="S", help="smoke's seed (default: a new one)")
     parser.add_argument("--json", action="store_true", help="print the publication as JSON on stdout")
 
@@ -73,6 +77,7 @@ def run(args, output) -> int:
     request = PublishRequest(repo_id=repo_id, kernel=source.kernel, build_dir=args.build_dir, version=args.version,
                              dry_run=args.dry_run, force=args.force, rebuild=args.rebuild, verify=not args.no_verify,
                              contracts=parse_bindings(args.contract), allow_untested=args.allow_untested,
+                             require_contracts=args.require_contracts,
                              seed=args.seed)
     with output.reporter() as report:
         publication = publish(request, target, report=report)

@@ -143,4 +143,7 @@ def _print(report, output) -> None:
         output.result(f"FAIL: {report.variant} ships no kernel of any op for {report.device_type or report.device}")
     if report.left_out:
         output.info(f"{len(report.left_out)} case(s) are declared for other device types and were not run here")
-    output.result(f"{'PASS' if report.passed else 'FAIL'}: {n - len(report.failures)}/{n} checks passed")
+    tail = ""
+    if tests is not None and not tests.passed:
+        tail = f"; the project's own tests: {tests.failed} failed"
+    output.result(f"{'PASS' if report.passed else 'FAIL'}: {n - len(report.failures)}/{n} checks passed{tail}")

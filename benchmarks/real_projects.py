@@ -1,0 +1,225 @@
+"""Real kernel projects through the whole pipeline: one row per project.
+
+    python benchmarks/real_projects.py PATH [PATH ...] [--only NAME ...] [--jobs N]
+                                       [--seeds N] [--work DIR] [--json FILE]
+
+PATH is a local checkout (kernels-community, kernel-builder's examples/kernels) or
+one project. Every project that has a variant this host can build (its
+backends include the host's: cpu here, cuda on a GPU host, or noarch) is copied
+to a work directory (made a git repository, so its build id is clean), then run
+through the CLI, each stage a process of its own with a time limit:
+
+    validate -> build (local backend, host variant) -> smoke -> publish (to a
+    throwaway embedded Hub, one per project) -> verify (publish's last step)
+
+A stage that fails ends the project's row; the table says which stage, the
+failing case and its category for a smoke refusal, and the error code
+otherwise. Projects run in parallel (`--jobs`, default: one per 8 cores, at
+least 1; builds share the cores through MAX_JOBS). No network is needed
+(verify's consumer environments are then skipped with a warning).
+Nothing is written inside PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from validate_corpus import find_projects  # noqa: E402
+
+from pipeline import toml  # noqa: E402
+
+STAGES = ("validate", "build", "smoke", "publish", "verify")
+STAGE_TIMEOUT_S = {"validate": 120, "build": 3600, "smoke": 3600, "publish": 3600}
+_COPY_IGNORE = shutil.ignore_patterns(".git", "build", "result", "__pycache__", "*.so", "*.o", ".pytest_cache")
+
+
+@dataclass
+class Row:
+    project: str
+    stages: dict = field(default_factory=dict)  # stage -> "ok" | "FAIL" | "skip" | "-"
+    seconds: dict = field(default_factory=dict)
+    code: str = ""  # the error code of the failing stage
+    case: str = ""  # smoke's first failing case
+    category: str = ""  # its category and failure kind
+    message: str = ""
+    smoke: dict = field(default_factory=dict)  # counts, tiers, not available, failures by category
+
+    @property
+    def verdict(self) -> str:
+        failed = [s for s in STAGES if self.stages.get(s) == "FAIL"]
+        if failed:
+            return f"refused at {failed[0]}"
+        return "published, verified" if self.stages.get("verify") == "ok" else "incomplete"
+
+
+def host_backend() -> str:
+    import torch
+
+    if torch.version.cuda and torch.cuda.is_available():
+        return "cuda"
+    return "cpu"
+
+
+def backends_of(project: Path) -> tuple[set[str], bool]:
+    """(backends the project declares, whether it is noarch)."""
+    try:
+        data = toml.loads(toml.read_text(project / "build.toml"))
+    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError):
+        return set(), False
+    general = data.get("general", {})
+    found = set(general.get("backends", []) or [])
+    for section in data.get("kernel", {}).values():
+        if isinstance(section, dict) and section.get("backend"):
+            found.add(section["backend"])
+    return found, "torch-noarch" in data
+
+
+def _run(cmd: list[str], cwd: Path, env: dict, timeout_s: float) -> tuple[int | None, dict, str]:
+    """(exit code, or None on timeout; the JSON it printed; the tail of its stderr)."""
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        return None, {}, (exc.stderr or "")[-2000:] if isinstance(exc.stderr, str) else ""
+    try:
+        data = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    except ValueError:
+        data = {"unparsed": proc.stdout[-2000:]}
+    return proc.returncode, data, proc.stderr[-2000:]
+
+
+def _prepare(src: Path, work: Path) -> Path:
+    dest = work / "src"
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(src, dest, ignore=_COPY_IGNORE, symlinks=True)
+    git = ["git", "-c", "user.email=corpus@localhost", "-c", "user.name=corpus", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], cwd=dest, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=dest, check=True)
+    subprocess.run([*git, "commit", "-qm", "corpus copy", "--no-verify"], cwd=dest, check=True)
+    return dest
+
+
+def _fail(row: Row, stage: str, rc: int | None, data: dict, stderr: str) -> Row:
+    row.stages[stage] = "FAIL"
+    if rc is None:
+        row.code, row.message = "timeout", f"{stage} did not finish within {STAGE_TIMEOUT_S.get(stage)} s"
+    elif rc < 0:
+        row.code, row.message = "crash", f"{stage} died with signal {-rc}: {stderr.strip().splitlines()[-1:]}"
+    else:
+        row.code = str(data.get("code") or f"exit {rc}")
+        row.message = str(data.get("error") or (stderr.strip().splitlines() or [""])[-1])[:300]
+    return row
+
+
+def _smoke_details(row: Row, data: dict) -> None:
+    results = data.get("results", [])
+    failures = [r for r in results if not r.get("passed")]
+    row.smoke = {"counts": data.get("counts"), "tiers": data.get("tiers"),
+                 "not_available": (data.get("not_available") or {}).get("ops", []),
+                 "failures_by_category": data.get("failures_by_category"),
+                 "project_tests": data.get("project_tests")}
+    if failures:
+        first = failures[0]
+        row.case = first.get("name", "")
+        row.category = f"{first.get('category') or '-'}/{first.get('kind') or 'wrong'}"
+        row.message = (first.get("message") or "")[:300]
+
+
+def run_project(src: Path, work: Path, seeds: int, python: str) -> Row:
+    name = src.name
+    row = Row(project=name)
+    work.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PIPELINE_BUILD_BACKEND="local", XDG_DATA_HOME=str(work / "data"),
+               PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env.pop("HF_TOKEN", None)
+    env.pop("HF_ENDPOINT", None)  # a throwaway embedded Hub, never a real one
+    project = _prepare(src, work)
+    cli = [python, "-m", "pipeline"]
+    steps = {
+        "validate": [*cli, "validate", str(project), "--json"],
+        "build": [*cli, "build", str(project), "--backend", "local", "--json"],
+        "smoke": [*cli, "smoke", str(project / "build"), "--kernel", str(project), "--json", "--seeds", str(seeds)],
+        "publish": [*cli, "publish", f"corpus/{name}", "--kernel", str(project), "--build-dir",
+                    str(project / "build"), "--json"],
+    }
+    for stage, cmd in steps.items():
+        start = time.perf_counter()
+        rc, data, stderr = _run(cmd, work, env, STAGE_TIMEOUT_S[stage])
+        row.seconds[stage] = round(time.perf_counter() - start, 1)
+        if stage == "smoke" and isinstance(data, dict) and "results" in data:
+            _smoke_details(row, data)
+        if rc != 0:
+            if stage == "publish" and rc == 10:  # uploaded; verify failed
+                row.stages["publish"] = "ok"
+                return _fail(row, "verify", rc, data, stderr)
+            return _fail(row, stage, rc, data, stderr)
+        row.stages[stage] = "ok"
+    row.stages["verify"] = "ok" if data.get("verify", {}).get("ok", True) else "FAIL"
+    return row
+
+
+def _table(rows: list[Row]) -> str:
+    head = "| project | " + " | ".join(STAGES) + " | time (s) | verdict | failing case | category | why |"
+    lines = [head, "|" + " --- |" * (len(STAGES) + 6)]
+    for r in rows:
+        stages = " | ".join(r.stages.get(s, "-") for s in STAGES)
+        why = (r.code + ": " if r.code else "") + r.message.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {r.project} | {stages} | {sum(r.seconds.values()):.0f} | {r.verdict} | "
+                     f"{r.case.replace('|', '/')} | {r.category} | {why[:160]} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", type=Path)
+    parser.add_argument("--only", action="append", default=[], help="project names to run (repeatable)")
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1) // 8))
+    parser.add_argument("--seeds", type=int, default=2, help="smoke's seeds per case (default 2)")
+    parser.add_argument("--work", type=Path, default=None, help="work directory (default: a temporary one)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    args = parser.parse_args(argv)
+    backend = host_backend()
+    projects, skipped = [], []
+    for root in args.paths:
+        for p in ([root] if (root / "build.toml").is_file() else find_projects(root)):
+            if args.only and p.name not in args.only:
+                continue
+            backends, noarch = backends_of(p)
+            (projects if noarch or backend in backends else skipped).append(p)
+    work = args.work or Path(tempfile.mkdtemp(prefix="real-projects-"))
+    print(f"{len(projects)} project(s) with a {backend} or noarch variant; {len(skipped)} without one; "
+          f"work directory {work}", file=sys.stderr)
+    rows: list[Row] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(run_project, p, work / p.name, args.seeds, sys.executable): p for p in projects}
+        for future in concurrent.futures.as_completed(futures):
+            p = futures[future]
+            try:
+                row = future.result()
+            except Exception as exc:  # this script's own failure on one project: shown, not fatal
+                row = Row(project=p.name, code="runner", message=f"{type(exc).__name__}: {exc}")
+            rows.append(row)
+            print(f"{row.project}: {row.verdict} ({sum(row.seconds.values()):.0f} s)", file=sys.stderr, flush=True)
+    rows.sort(key=lambda r: r.project)
+    print(_table(rows))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) | {"verdict": r.verdict} for r in rows], indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
