@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from pipeline.bundle_signatures import SIGNATURE_FILE
 from pipeline.hub.auth import Principal
@@ -22,6 +24,7 @@ from pipeline.hub.errors import HubApiError
 from pipeline.hub.registry import Storage
 from pipeline.hub.repository import DEFAULT_BRANCH, Repository, read_meta
 
+T = TypeVar("T")
 CARD = "README.md"
 BUILD = "build"
 MAX_CARD_BYTES = 1024 * 1024  # a bigger card is shown as a link, not rendered
@@ -76,6 +79,18 @@ class KernelSummary:
         return f"{self.namespace}/{self.name}"
 
 
+def derived(repo: Repository, what: str, commit: str, compute: Callable[[], T]) -> T:
+    """`compute()`, once per (what, repository, commit): a commit never changes, so neither does
+    anything read from it (kept in the storage's bounded page cache)."""
+    key = (what, str(repo.rid), commit)
+    cache = repo.objects.caches.pages
+    found = cache.get(key)
+    if found is None:
+        found = (compute(),)  # a 1-tuple, so that a computed None is cached too
+        cache.put(key, found)
+    return found[0]
+
+
 def versions(repo: Repository) -> list[Version]:
     """The kernel's versions, newest first (branches `v1`, `v2`, ...)."""
     found = []
@@ -119,11 +134,11 @@ def signature(repo: Repository, commit: str, variant_dir: str, names: set[str]) 
         return Signature("unreadable")
 
 
-def variants(repo: Repository, commit: str) -> list[VariantRow]:
+def variants(repo: Repository, commit: str) -> tuple[VariantRow, ...]:
     """The variants under build/ at `commit` (none when there is no build/)."""
     build = repo.entry(commit, BUILD)
     if build is None or build.type != "directory":
-        return []
+        return ()
     rows = []
     for entry in repo.list_tree(commit, BUILD):
         if entry.type != "directory":
@@ -131,7 +146,7 @@ def variants(repo: Repository, commit: str) -> list[VariantRow]:
         name = entry.path.rsplit("/", 1)[-1]
         names = {e.path.rsplit("/", 1)[-1] for e in repo.list_tree(commit, entry.path)}
         rows.append(VariantRow(name, *describe(name), signature=signature(repo, commit, entry.path, names)))
-    return sorted(rows, key=lambda r: (r.backend, r.compute, r.framework, r.arch, r.name))
+    return tuple(sorted(rows, key=lambda r: (r.backend, r.compute, r.framework, r.arch, r.name)))
 
 
 def card_text(repo: Repository, commit: str) -> str | None:
@@ -154,7 +169,7 @@ def summary(repo: Repository, trusted: frozenset[str]) -> KernelSummary:
         private=repo.meta.private,
         trusted=rid.namespace in trusted,
         latest=found[0].number if found else None,
-        variants=len(variants(repo, shown)) if shown else 0,
+        variants=len(derived(repo, "variants", shown, lambda: variants(repo, shown))) if shown else 0,
         updated=updated,
     )
 

@@ -112,23 +112,31 @@ def repo_view(hub: Hub, repo: Repository, wanted_version: str | None, endpoint: 
     versions = catalog.versions(repo) if repo.rid.type == "kernel" else []
     chosen = _chosen_version(versions, wanted_version)
     main = repo.resolve(DEFAULT_BRANCH)
-    text = catalog.card_text(repo, main)
-    links = RepoLinks(file=lambda p: urls.file(main, p), folder=lambda p: urls.tree(main, p))
     shown = chosen.commit if chosen else main
     return dict(
         rid=repo.rid,
         urls=urls,
         private=repo.meta.private,
         trusted=repo.rid.namespace in hub.auth.trusted_namespaces(),
-        card=CardRenderer().render(text, links) if text is not None else None,
+        card=catalog.derived(repo, "card", main, lambda: card_html(repo, main)),
         versions=versions,
         chosen=chosen,
-        variants=catalog.variants(repo, shown) if repo.rid.type == "kernel" else [],
+        variants=catalog.derived(repo, "variants", shown, lambda: catalog.variants(repo, shown))
+        if repo.rid.type == "kernel" else [],
         variants_rev=chosen.branch if chosen else DEFAULT_BRANCH,
         branches=repo.branches(),
         last=repo.commit_info(main),
         endpoint=endpoint,
     )
+
+
+def card_html(repo: Repository, commit: str) -> str | None:
+    """README.md at `commit`, rendered; its relative links and images point at that commit."""
+    text = catalog.card_text(repo, commit)
+    if text is None:
+        return None
+    urls = RepoUrls(repo.rid)
+    return CardRenderer().render(text, RepoLinks(file=lambda p: urls.file(commit, p), folder=lambda p: urls.tree(commit, p)))
 
 
 @html_errors
