@@ -49,7 +49,7 @@ An RMSNorm for the page tests.
 ![Benchmark on the H200](media/benchmark.png)
 
 | shape | speed-up |
-| --- | --- |
+| --- | ---: |
 | 4096 x 4096 | 1.7x |
 
 See [the benchmark notes](benchmarks/NOTES.md) and [How to use](#how-to-use).

@@ -25,6 +25,7 @@ from markdown_it.token import Token
 # A YAML front matter block as the Hub's cards begin with (metadata, not content).
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _WEB = re.compile(r"https?://[^\s/?#\\]", re.I)
+_ALIGN = re.compile(r"text-align:(left|center|right)")
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,12 @@ class CardRenderer:
         for i, token in enumerate(tokens):
             if token.children:
                 self._rewrite(token.children, links)
-            if token.type == "heading_open" and i + 1 < len(tokens):
+            if token.type in ("th_open", "td_open") and "style" in token.attrs:
+                # A column's alignment comes as style="text-align:right"; the pages' policy allows no
+                # inline style, so it becomes a class of the stylesheet.
+                align = _ALIGN.fullmatch(str(token.attrs["style"]))
+                token.attrs = {"class": f"align-{align.group(1)}"} if align else {}
+            elif token.type == "heading_open" and i + 1 < len(tokens):
                 slug = _slug(tokens[i + 1].content)
                 if slug:
                     token.attrs = {"id": slug}

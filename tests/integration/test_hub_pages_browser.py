@@ -77,9 +77,18 @@ def test_listing_shows_each_kernel_with_publisher_version_and_variants(site, bro
     assert texts(browser, "#kernels tbody td:first-child a") == [HOSTILE]
 
 
+def refusals(browser: Browser) -> list[str]:
+    """What the page's Content-Security-Policy refused (an inline style, a script...)."""
+    return [e["params"]["entry"]["text"] for e in browser.events
+            if e["method"] == "Log.entryAdded" and e["params"]["entry"].get("source") == "security"]
+
+
 def test_kernel_page_renders_card_image_variants_and_usage(site, browser, shots):
+    browser.events.clear()
     browser.goto(f"{site.endpoint}/kernels/{DEMO}")
     assert texts(browser, "#card h1") == ["Demo kernel"]
+    assert browser.evaluate("getComputedStyle(document.querySelector('#card td:nth-child(2)')).textAlign") == "right"
+    assert refusals(browser) == []  # the page itself needs nothing its policy refuses
     image = browser.evaluate("(() => { const i = document.querySelector('#card img');"
                              " return [i.complete, i.naturalWidth, i.naturalHeight, i.alt, i.src]; })()")
     assert image[0] and image[1] > 100 and image[2] > 100, f"the benchmark image did not render: {image}"

@@ -98,6 +98,14 @@ def test_front_matter_is_metadata_not_content_and_headings_get_anchors():
     assert '<h1 id="my-kernel">My kernel</h1>' in html and '<h2 id="how-to-use-it">' in html
 
 
+def test_column_alignment_is_a_class_not_an_inline_style():
+    # The policy allows no inline style: an aligned column would log a violation per cell.
+    html = render("| a | b | c |\n|:--|--:|:-:|\n| 1 | 2 | 3 |\n")
+    assert 'style=' not in html
+    assert '<th class="align-left">a</th>' in html and '<td class="align-right">2</td>' in html
+    assert '<td class="align-center">3</td>' in html
+
+
 def test_tables_and_code_render():
     html = render("| a | b |\n| --- | --- |\n| 1 | 2 |\n\n```python\nx = '<b>'\n```\n")
     assert "<table>" in html and "<td>2</td>" in html
