@@ -36,10 +36,11 @@ SERVE_DESCRIPTION = """\
 Serve the hub from --root until interrupted. On the first start an admin token
 (write access to every namespace) is created and printed once, unless
 PIPELINE_HUB_TOKEN or --token-file gives one (never on the command line, where
-every local user could read it). Stdout gets two shell-friendly lines when the
+every local user could read it). Stdout gets shell-friendly lines when the
 server is listening:
 
     HF_ENDPOINT=http://127.0.0.1:8000
+    HUB_PAGES=http://127.0.0.1:8000/kernels   (the pages to read in a browser)
     PIPELINE_HUB_TOKEN=hf_...        (only when the token was just created)
 
 Clients: HF_ENDPOINT=<that url> HF_TOKEN=<token> python ...
@@ -222,18 +223,21 @@ def _serve(args: argparse.Namespace, root: Path, output: Output) -> int:
             output.emit_json(
                 {
                     "endpoint": endpoint,
+                    "pages": f"{endpoint}/kernels",
                     "root": str(root),
                     "admin_token": prepared.admin_token if prepared.admin_token_created else None,
                 }
             )
         else:
             print(f"HF_ENDPOINT={endpoint}", flush=True)
+            print(f"HUB_PAGES={endpoint}/kernels", flush=True)
             if prepared.admin_token_created:
                 print(f"PIPELINE_HUB_TOKEN={prepared.admin_token}", flush=True)
         output.info(f"hub: serving {root} at {endpoint}")
         if prepared.admin_token_created:
             output.info("hub: a new admin token was created and printed above; it is not shown again")
         output.info(f"hub: clients: HF_ENDPOINT={endpoint} HF_TOKEN=<token>")
+        output.info(f"hub: in a browser: {endpoint}/kernels (public repositories; sign in there with a token for private ones)")
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             output.info("hub: warning: plain HTTP on a non-loopback address; put TLS in front of it")
 

@@ -125,3 +125,5 @@ def _print(pub, output) -> None:
         output.result(f"  HF_ENDPOINT=http://127.0.0.1:{port}")
         output.result(f"  e.g. HF_ENDPOINT=http://127.0.0.1:{port} python -c \"from kernels import get_kernel; "
                       f"print(get_kernel('{pub.repo_id}', version={pub.version}))\"")
+        output.result("and, while it serves, read the kernel's page (card, variants, files, history) at:")
+        output.result(f"  http://127.0.0.1:{port}/kernels/{pub.repo_id}")

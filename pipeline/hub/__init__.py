@@ -20,6 +20,9 @@ Modules (each imports only modules, never this package):
     app, http, context                 ASGI routing and error responses; reading requests; who may do what
     api_account, api_repos, api_write, transfer, downloads, xet_api, githttp    the endpoints
     routes, server                     the route table; running it (uvicorn, one server per root)
+    catalog, card_html                 pages: what they show of a repository; the card as safe HTML
+    pages, page_session, page_html     pages: the endpoints (/kernels, /kernels/{ns}/{name}...), the token
+                                       cookie, templates (templates/) and security headers
 """
 
 from __future__ import annotations

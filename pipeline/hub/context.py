@@ -1,5 +1,11 @@
 """What every endpoint works with: the repositories, the tokens, and the
-checks that decide who may read or write a repository."""
+checks that decide who may read or write a repository.
+
+A browser that signed in on the pages (page_session) sends its token in the
+`hub_token` cookie (HttpOnly, SameSite=Strict). The cookie counts for reads
+only, where no Authorization header is sent: a page, an image of a private
+card, a download link. Writes take the Authorization header alone, so no other
+site can make a browser write with it."""
 
 from __future__ import annotations
 
@@ -13,6 +19,9 @@ from pipeline.hub.http import invalid_params
 from pipeline.hub.registry import Storage
 from pipeline.hub.repository import Repository
 from pipeline.hub.xet_store import XetStore
+
+
+TOKEN_COOKIE = "hub_token"
 
 
 @dataclass
@@ -31,7 +40,10 @@ class Hub:
     def reader(self, request: Request) -> Principal:
         # A token the hub does not know reads like no token: public reads never
         # need one, and a leftover HF_TOKEN for huggingface.co must not break them.
-        return self.principal(request) or ANONYMOUS
+        header = request.headers.get("authorization")
+        if not header and request.cookies.get(TOKEN_COOKIE):
+            header = f"Bearer {request.cookies[TOKEN_COOKIE]}"
+        return self.auth.authenticate(header) or ANONYMOUS
 
     def api_rid(self, request: Request) -> paths.RepoId:
         """The repository of an /api/{types}/{ns}/{name}/... path."""

@@ -81,6 +81,9 @@ class LRU:
 class Caches:
     trees: LRU = field(default_factory=lambda: LRU(4096))  # tree id -> parsed entries
     blobs: LRU = field(default_factory=lambda: LRU(65536))  # blob id -> (size, LfsInfo | None)
+    # What the pages derive from one commit of one repository: (what, repo, commit id) -> value.
+    # A rendered card (~100 kB for a generated one) takes 100+ ms to parse: parsed once per commit.
+    pages: LRU = field(default_factory=lambda: LRU(256))
 
 
 def iso_utc(stamp: float) -> str:

@@ -25,6 +25,13 @@ Endpoints (T = models | kernels; P = "" for models, "kernels/" for kernels):
     xet_api      GET  /api/T/{repo}/xet-{read|write}-token/{rev}, and the CAS under /_xet (see xet_api)
     githttp      GET  /P{repo}[.git]/info/refs, POST .../git-upload-pack   git clone / fetch (read-only)
 
+Pages for people (pages, page_session, page_html; after the API, so an API
+route always wins):
+
+    pages        GET  /, /kernels, /P{repo}, /P{repo}/tree/{rev}[/{path}], /P{repo}/commits/{rev}
+    page_session GET|POST /_hub/token, POST /_hub/logout     a token kept in an HttpOnly cookie
+    pages        GET  /_hub/hub.css                          the one stylesheet (page_html)
+
 A revision is a branch, a tag, a commit id or a full ref name (refs/heads/..,
 refs/tags/..), percent-encoded as one path segment.
 """
@@ -42,6 +49,8 @@ import pipeline.hub.api_repos as api_repos
 import pipeline.hub.api_write as api_write
 import pipeline.hub.downloads as downloads
 import pipeline.hub.githttp as githttp
+import pipeline.hub.page_session as page_session
+import pipeline.hub.pages as pages
 import pipeline.hub.transfer as transfer
 import pipeline.hub.xet_api as xet_api
 from pipeline.hub.app import RawRoute
@@ -57,6 +66,7 @@ def routes(hub: Hub) -> list[RawRoute]:
     lfs = rf"/(?P<kind>kernels/)?(?P<ns>{seg})/(?P<name>{seg})\.git/info/lfs/objects"
     resolve = rf"/(?P<ns>{seg})/(?P<name>{seg})/resolve/(?P<rev>{seg})/(?P<path>.+)"
     git = rf"/(?P<kind>kernels/)?(?P<ns>{seg})/(?P<name>[^/]+?)(?:\.git)?"
+    page = rf"/(?P<kind>kernels/)?(?P<ns>{seg})/(?P<name>{seg})"
     table: list[tuple[str, Handler, tuple[str, ...]]] = [
         (r"/api/whoami-v2", api_account.whoami, ("GET",)),
         (r"/api/repos/create", api_repos.create_repo, ("POST",)),
@@ -92,5 +102,14 @@ def routes(hub: Hub) -> list[RawRoute]:
         (rf"{git}/info/refs", githttp.info_refs, ("GET",)),
         (rf"{git}/git-upload-pack", githttp.upload_pack, ("POST",)),
         (rf"{git}/git-receive-pack", githttp.receive_pack, ("POST",)),
+        (r"/_hub/token", page_session.token_form, ("GET",)),
+        (r"/_hub/token", page_session.token_login, ("POST",)),
+        (r"/_hub/logout", page_session.logout, ("POST",)),
+        (r"/_hub/hub\.css", pages.stylesheet, ("GET",)),
+        (r"/", pages.home, ("GET",)),
+        (r"/kernels/?", pages.listing, ("GET",)),
+        (page, pages.repo_page, ("GET",)),
+        (rf"{page}/tree/(?P<rev>{seg})(?:/(?P<path>.+))?", pages.tree_page, ("GET",)),
+        (rf"{page}/commits/(?P<rev>{seg})", pages.commits_page, ("GET",)),
     ]
     return [RawRoute(pattern, partial(handler, hub), methods) for pattern, handler, methods in table]
