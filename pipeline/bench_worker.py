@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline.errors import BenchError, SmokeError
+from pipeline.smoke.supervisor import Failure
 
 Emit = Callable[[tuple], None]
 
@@ -104,8 +105,6 @@ def _case(state, index: int, emit: Emit) -> bool:
         try:
             emit(("bench", bench.bench_case(s.timer, s.module, s.cases[index], s.device, s.spec.samples)))
         except BenchError as exc:
-            from pipeline.smoke.worker import Failure
-
             emit(("failed", Failure.of(exc)))
     ok = healthy(s.device)
     emit(("end", ok, "" if ok else "the device is in an error state after this case"))

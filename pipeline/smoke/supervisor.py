@@ -28,11 +28,30 @@ from pathlib import Path
 from typing import Any
 
 import pipeline
+from pipeline.errors import PipelineError
 
 STDERR_LINES = 4
 # Lines a dying process writes that say why (faulthandler, libstdc++, glibc, CUDA).
 _TELLING = ("Fatal Python error", "terminate called", "what():", "Aborted", "Segmentation fault", "CUDA error",
             "illegal", "Assertion", "assert", "double free", "corrupted", "stack smashing", "Killed")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A PipelineError (or another exception) that ended a request, as plain data (defined here,
+    not in the worker's __main__, so that both sides unpickle it)."""
+
+    message: str
+    code: str = ""
+    path: str | None = None
+    hint: str | None = None
+
+    @classmethod
+    def of(cls, exc: BaseException) -> "Failure":
+        if isinstance(exc, PipelineError):
+            return cls(exc.message, exc.code, exc.path, exc.hint)
+        text = f"{type(exc).__name__}: {exc}".strip()
+        return cls(text.splitlines()[0][:500] if text else type(exc).__name__)
 
 
 @dataclass(frozen=True)

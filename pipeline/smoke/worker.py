@@ -22,24 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from pipeline.errors import PipelineError
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A PipelineError (or another exception) that ended a request, as plain data."""
-
-    message: str
-    code: str = ""
-    path: str | None = None
-    hint: str | None = None
-
-    @classmethod
-    def of(cls, exc: BaseException) -> "Failure":
-        if isinstance(exc, PipelineError):
-            return cls(exc.message, exc.code, exc.path, exc.hint)
-        text = f"{type(exc).__name__}: {exc}".strip()
-        return cls(text.splitlines()[0][:500] if text else type(exc).__name__)
+from pipeline.smoke.supervisor import Failure
 
 
 @dataclass
