@@ -203,16 +203,33 @@ class SupervisedRun:
     def __init__(self, spec: SmokeSpec, limits: Limits, report: Reporter):
         self.spec, self.limits, self.report = spec, limits, report
         self.worker = Worker()
+        # After the first loss a spare worker loads in the background, so the next
+        # loss costs no import of torch and the kernel: it takes over at once.
+        self.spare: Worker | None = None
         self.loaded: Loaded | None = None
+        self.started = 0
 
     def __enter__(self) -> "SupervisedRun":
         return self
 
     def __exit__(self, *exc) -> None:
         self.worker.stop()
+        if self.spare is not None:
+            self.spare.stop()
+
+    def _start_spare(self) -> None:
+        self.spare = Worker()
+        try:
+            self.spare.request("smoke.load", self.spec)
+        except WorkerGone:
+            self.spare = None
 
     def load(self) -> Loaded:
-        self.worker.request("smoke.load", self.spec)
+        if self.loaded is not None and self.spare is not None:  # a replacement: the spare has been loading
+            self.worker, self.spare = self.spare, None
+        else:
+            self.worker.request("smoke.load", self.spec)
+        self.started += 1
         try:
             kind, payload = self.worker.receive(self.limits.load_s)
         except WorkerGone as gone:
@@ -232,6 +249,7 @@ class SupervisedRun:
     def _ensure(self) -> None:
         if not self.worker.alive:
             self.load()
+            self._start_spare()
 
     def run(self, index: int, case_s: float) -> tuple[list[CaseResult], list[CaseStats], str, float]:
         """One case, each seed within `case_s`: its results, its stats, how the worker ended if it
@@ -346,7 +364,7 @@ def supervised(spec: SmokeSpec, limits: Limits, report: Reporter) -> tuple[Loade
                              stage="smoke"))
         ex.results[:] = dtype_refusals_declined(ex.results, ex.cases)
         ex.delegation.extend(runner.profile(ex))
-        return loaded, ex, runner.worker.started
+        return loaded, ex, runner.started
 
 
 def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seed: int | None = None, trials: int = DEFAULT_TRIALS,
