@@ -229,6 +229,7 @@ class Runner:
                         MAX_JOBS=os.environ.get("MAX_JOBS", str(os.cpu_count() or 8)))
         self.done: list[dict] = []
         self.build_ids: dict[str, str] = {}
+        self.narrowed_files: dict[Path, str] = {}  # build.toml -> its text before, put back at the end
         self.commit = tree_commit()
 
     # -- helpers
@@ -294,6 +295,7 @@ class Runner:
         text = toml.read_text()
         new = re.sub(r"(?m)^cuda-capabilities = .*$", 'cuda-capabilities = ["9.0"]', text)
         if new != text:
+            self.narrowed_files.setdefault(toml, text)
             toml.write_text(new)
 
     def build(self, project: Path, out: Path, name: str, timeout: int | None = None) -> int:
@@ -495,6 +497,13 @@ class Runner:
         self.sh(["bash", str(GPU / "repro_build.sh")], "repro", env=dict(self.env, RES=str(self.out)))
 
     def run(self, tasks: list[Task]) -> None:
+        try:
+            self._run(tasks)
+        finally:
+            for toml, text in self.narrowed_files.items():
+                toml.write_text(text)
+
+    def _run(self, tasks: list[Task]) -> None:
         for task in tasks:
             if task.step != "setup" and self.left() < 15:
                 self.log(f"budget spent: {task.step} {' '.join(task.kernels)} {task.detail} left out")
