@@ -470,16 +470,22 @@ class Runner:
         sass_dir = self.out / "sass"
         sass_dir.mkdir(exist_ok=True)
         for k in task.kernels:
-            texts = {}
+            texts, errors = {}, {}
             for side in ("new", "old"):
                 libs = sorted((WORK / "sass" / f"build-{side}-{k}").rglob("*.so"))
-                dump = subprocess.run([cuobjdump, "-sass", *map(str, libs)], capture_output=True, text=True) \
-                    if libs and rcs[(k, side)] == 0 else None
+                try:
+                    dump = subprocess.run([cuobjdump, "-sass", *map(str, libs)], capture_output=True, text=True) \
+                        if libs and rcs[(k, side)] == 0 else None
+                except OSError as exc:  # no cuobjdump
+                    dump, errors[side] = None, str(exc)
+                if dump is not None and dump.returncode != 0:
+                    errors[side] = dump.stderr.strip()[-500:]
                 texts[side] = FILE_ID.sub("<file-id>", dump.stdout) if dump and dump.returncode == 0 else None
                 if texts[side] is not None:  # the dumps stay on the machine (MBs each); the diff comes back
                     (WORK / "sass" / f"{k}-{side}.sass").write_text(texts[side])
             if not texts["new"] or not texts["old"]:
-                summary["kernels"][k] = {"verdict": "not compared", "build_rc": {s: rcs[(k, s)] for s in ("new", "old")}}
+                summary["kernels"][k] = {"verdict": "not compared", "build_rc": {s: rcs[(k, s)] for s in ("new", "old")},
+                                         "errors": errors}
                 self.log(f"sass {k}: not compared (build rc {rcs[(k, 'new')]}, {rcs[(k, 'old')]}; or no SASS)")
                 continue
             diff = subprocess.run(["diff", "-u", str(WORK / "sass" / f"{k}-old.sass"), str(WORK / "sass" / f"{k}-new.sass")],
