@@ -39,151 +39,20 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 GPU = REPO / "scripts" / "gpu"
-RECIPES_FILE = GPU / "recipes.toml"
-TUNE = GPU / "tune"
 STAGE = REPO / ".gpu"  # written by `run.py stage` on the checkout; carried to the device
-CARDS = ("H100", "H200")
-STEPS = ("build", "check", "smoke", "bench", "model", "shapes", "sweep", "corpus", "sass", "repro")
 BUILD = Path("/tmp")  # /tmp/build-<kernel>: the path every committed bench command names
 WORK = Path("/tmp/gpu-run")  # tuning copies, the older tree, corpus builds
 # nvcc's per-file id in mangled names (_GLOBAL__N__<hash>_<n>_<file>_cu_<hash>, _INTERNAL_...):
 # it changes with the file's text, so two builds of the same code differ there and only there.
 FILE_ID = re.compile(r"(?:_GLOBAL__N__|_INTERNAL_)[0-9a-f]{8}_\d+_\w+?_cu_[0-9a-f]{8}")
 
-
-@dataclass(frozen=True)
-class Recipe:
-    name: str
-    about: str
-    steps: tuple[str, ...]
-    kernels: tuple[str, ...]
-    budget: int
-    dtypes: tuple[str, ...] = ("bfloat16",)
-    samples: int = 1
-    seeds: int = 2
-    reps: int = 100
-    sets: tuple[str, ...] = ()
-    models: dict = field(default_factory=dict)
-    model_args: tuple[str, ...] = ()
-    consumers: str = ""
-    corpus: str = ".gpu/corpus"
-    against: str = ""
-
-
-@dataclass(frozen=True)
-class Task:
-    step: str
-    kernels: tuple[str, ...] = ()
-    detail: str = ""  # bench: the dtype; sweep: the set; corpus: the project; model: the model
-    seconds: int = 0
-
-
-def load(path: Path = RECIPES_FILE) -> dict:
-    return tomllib.loads(path.read_text())
-
-
-def resolve(name: str, card: str, overrides: dict | None = None, data: dict | None = None) -> Recipe:
-    """Recipe `name` with its `on.<card>` table and then `overrides` (the options given) applied."""
-    data = data or load()
-    if name not in data["recipe"]:
-        raise SystemExit(f"no recipe {name!r}: one of {', '.join(sorted(data['recipe']))}")
-    raw = {k: v for k, v in data["recipe"][name].items() if k != "on"}
-    raw.update(data["recipe"][name].get("on", {}).get(card, {}))
-    raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
-    return Recipe(name=name, **fields)
-
-
-def cost(seconds: dict, step: str, kernel: str | None = None) -> int:
-    value = seconds[step]
-    return int(value.get(kernel, value["default"]) if isinstance(value, dict) else value)
-
-
-def project_of(sweep_set: str) -> str:
-    return sweep_set.split("-")[0].rstrip("0123456789")
-
-
-def corpus_projects(recipe: Recipe) -> list[Path]:
-    root = REPO / recipe.corpus
-    return sorted(p.parent for p in root.glob("*/build.toml")) if root.is_dir() else []
-
-
-def plan(recipe: Recipe, card: str, data: dict | None = None) -> tuple[list[Task], list[Task]]:
-    """(tasks that fit the budget, tasks left out), in run order, each with its estimate."""
-    seconds = (data or load())["seconds"][card]
-    ks = recipe.kernels
-    tasks = [Task("setup", seconds=cost(seconds, "setup"))]
-    for step in recipe.steps:
-        if step == "build":
-            tasks.append(Task("build", ks, seconds=max(cost(seconds, "build", k) for k in ks)))
-        elif step == "check":
-            tasks.append(Task("check", ks, seconds=cost(seconds, "check") * len(ks)))
-        elif step == "smoke":
-            tasks.append(Task("smoke", ks, seconds=max(cost(seconds, "smoke", k) for k in ks)))
-        elif step == "bench":
-            tasks += [Task("bench", (k,), d, cost(seconds, "bench", k)) for k in ks for d in recipe.dtypes]
-        elif step == "model":
-            tasks += [Task("model", (k,), recipe.models[k], cost(seconds, "model")) for k in ks if k in recipe.models]
-        elif step == "shapes":
-            tasks += [Task("shapes", (k,), seconds=cost(seconds, "shapes")) for k in ks]
-        elif step == "sweep":
-            tasks += [Task("sweep", (project_of(s),), s, cost(seconds, "build", project_of(s)) + cost(seconds, "sweep"))
-                      for s in recipe.sets]
-        elif step == "corpus":
-            tasks += [Task("corpus", (), p.name, cost(seconds, "corpus")) for p in corpus_projects(recipe)]
-        elif step == "sass":
-            tasks.append(Task("sass", ks, recipe.against, cost(seconds, "sass")))
-        elif step == "repro":
-            tasks.append(Task("repro", seconds=cost(seconds, "repro")))
-        else:
-            raise SystemExit(f"recipe {recipe.name}: unknown step {step!r} (one of {', '.join(STEPS)})")
-    fits, left, used = [], [], 0
-    for task in tasks:
-        if used + task.seconds <= recipe.budget or task.step == "setup":
-            fits.append(task)
-            used += task.seconds
-        else:
-            left.append(task)
-    return fits, left
-
-
-def problems(recipe: Recipe) -> list[str]:
-    """What in `recipe` names nothing real: kernels, dtypes, sweep sets and their patches, models."""
-    sys.path.insert(0, str(REPO))
-    sys.path.insert(0, str(GPU))
-    from pipeline import bench, model_check
-
-    found = []
-    for k in recipe.kernels:
-        if not (REPO / "kernels-src" / k / "build.toml").is_file():
-            found.append(f"kernel {k}: no kernels-src/{k}/build.toml")
-        elif "bench" in recipe.steps:
-            found += [f"{k}: no bench cases in {d}" for d in recipe.dtypes
-                      if d in bench.DTYPES and not bench.load_cases(REPO / "kernels-src" / k, d)]
-    found += [f"dtype {d}: not one of {bench.DTYPES}" for d in recipe.dtypes if d not in bench.DTYPES]
-    if "sweep" in recipe.steps:
-        import sweep
-
-        for s in recipe.sets:
-            if s not in sweep.SWEEPS:
-                found.append(f"sweep set {s}: not in scripts/gpu/sweep.py")
-            elif not (TUNE / f"{project_of(s)}.patch").is_file():
-                found.append(f"sweep set {s}: no scripts/gpu/tune/{project_of(s)}.patch")
-    for k, model in recipe.models.items():
-        if model not in model_check.MODELS:
-            found.append(f"model {model} ({k}): not one of {model_check.MODELS}")
-    return found
-
-
-# ---------------------------------------------------------------------------------------------
-# Running on the device
+sys.path.insert(0, str(GPU))
+from recipes import CARDS, TUNE, Recipe, Task, cost, load, plan, problems, resolve  # noqa: E402
 
 
 def now() -> str:
@@ -356,9 +225,9 @@ class Runner:
         env.update(XDG_DATA_HOME=str(WORK / "model-hub"), PIPELINE_CONSUMER_WHEELS=os.pathsep.join(wheels),
                    PIPELINE_CONSUMER_NO_DEPS="1", PIPELINE_CONSUMER_CACHE=str(WORK / "consumers"))
         published = self.logs / f"publish-{k}.json"
-        rc = self.sh([sys.executable, "-m", "pipeline", "publish", f"kernels-pipeline/{k}", "--kernel", f"kernels-src/{k}",
-                      "--build-dir", str(BUILD / f"build-{k}"), "--no-verify", "--json"], f"publish-{k}",
-                     stdout=published, env=env)
+        rc = self.sh([sys.executable, "-m", "pipeline", "publish", f"kernels-pipeline/{k}", "--kernel",
+                      f"kernels-src/{k}", "--build-dir", str(BUILD / f"build-{k}"), "--no-verify", "--json"],
+                     f"publish-{k}", stdout=published, env=env)
         if rc != 0:
             return
         version = str(json.loads(published.read_text())["version"])
@@ -458,13 +327,14 @@ class Runner:
             self.narrowed(sides[key])
             out = WORK / "sass" / f"build-{side}-{k}"
             shutil.rmtree(out, ignore_errors=True)
-            return key, self.sh([sys.executable, "-m", "pipeline", "build", str(sides[key]), "--backend", "local", "--out",
-                                 str(out), "--json"], f"sass-build-{side}-{k}", env=env,
-                                stdout=self.logs / f"sass-build-{side}-{k}.json")
+            cmd = [sys.executable, "-m", "pipeline", "build", str(sides[key]), "--backend", "local", "--out", str(out),
+                   "--json"]
+            return key, self.sh(cmd, f"sass-build-{side}-{k}", env=env, stdout=self.logs / f"sass-build-{side}-{k}.json")
 
         with ThreadPoolExecutor(parallel) as pool:
             rcs = dict(pool.map(build, sides))
-        cuobjdump = shutil.which("cuobjdump") or str(Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin/cuobjdump")
+        cuda_bin = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"
+        cuobjdump = shutil.which("cuobjdump") or str(cuda_bin / "cuobjdump")
         summary = {"against": commit, "commit": self.commit, "card": self.card, "date": now(), "command": self.command,
                    "masked": FILE_ID.pattern, "kernels": {}}
         sass_dir = self.out / "sass"
@@ -484,12 +354,12 @@ class Runner:
                 if texts[side] is not None:  # the dumps stay on the machine (MBs each); the diff comes back
                     (WORK / "sass" / f"{k}-{side}.sass").write_text(texts[side])
             if not texts["new"] or not texts["old"]:
-                summary["kernels"][k] = {"verdict": "not compared", "build_rc": {s: rcs[(k, s)] for s in ("new", "old")},
-                                         "errors": errors}
+                summary["kernels"][k] = {"verdict": "not compared", "errors": errors,
+                                         "build_rc": {s: rcs[(k, s)] for s in ("new", "old")}}
                 self.log(f"sass {k}: not compared (build rc {rcs[(k, 'new')]}, {rcs[(k, 'old')]}; or no SASS)")
                 continue
-            diff = subprocess.run(["diff", "-u", str(WORK / "sass" / f"{k}-old.sass"), str(WORK / "sass" / f"{k}-new.sass")],
-                                  capture_output=True, text=True).stdout
+            old_sass, new_sass = WORK / "sass" / f"{k}-old.sass", WORK / "sass" / f"{k}-new.sass"
+            diff = subprocess.run(["diff", "-u", str(old_sass), str(new_sass)], capture_output=True, text=True).stdout
             if diff:
                 (sass_dir / f"{k}.diff").write_text(diff[:4_000_000])
             functions = texts["new"].count("Function : ")
@@ -514,8 +384,12 @@ class Runner:
             if task.step != "setup" and self.left() < 15:
                 self.log(f"budget spent: {task.step} {' '.join(task.kernels)} {task.detail} left out")
                 continue
-            self.log(f"== {task.step} {' '.join(task.kernels)} {task.detail} (estimate {task.seconds} s, {self.left()} s left)")
-            getattr(self, "setup" if task.step == "setup" else f"step_{task.step}")(*(() if task.step == "setup" else (task,)))
+            self.log(f"== {task.step} {' '.join(task.kernels)} {task.detail} "
+                     f"(estimate {task.seconds} s, {self.left()} s left)")
+            if task.step == "setup":
+                self.setup()
+            else:
+                getattr(self, f"step_{task.step}")(task)
             (self.out / "run.json").write_text(json.dumps(
                 {"recipe": self.recipe.name, "command": self.command, "card": self.card, "device": self.device,
                  "commit": self.commit, "budget": self.recipe.budget, "steps": self.done}, indent=2) + "\n")

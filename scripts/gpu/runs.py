@@ -51,7 +51,9 @@ def row(path: Path) -> str | None:
     build = run.get("build_id") or doc.get("kernel_id") or MISSING
     command = run.get("command") or doc.get("command") or MISSING
     step = run.get("step")
-    shown = f"`{command}`" + (f" (step: `{step}`)" if step and step != command else "") if command != MISSING else MISSING
+    shown = MISSING
+    if command != MISSING:
+        shown = f"`{command}`" + (f" (step: `{step}`)" if step and step != command else "")
     rel = path.relative_to(REPO).as_posix()
     return f"| `{rel}` | {_card(device)} | {created} | `{build}` | {run.get('commit', MISSING)} | {shown} |"
 

@@ -47,7 +47,8 @@ def plan(results: Path, kernels_root: Path) -> list[tuple[Path, Path]]:
         tag = m["tag"] or ""
         if tag == "-model" and "models" not in doc:
             continue
-        if tag != "-model" and (doc.get("kernel") != m["kernel"] or ("passed" if tag == "-smoke" else "results") not in doc):
+        key = "passed" if tag == "-smoke" else "results"
+        if tag != "-model" and (doc.get("kernel") != m["kernel"] or key not in doc):
             continue  # check reports and the like
         card = card_of(_device(doc, tag) or doc.get("run", {}).get("device", ""))
         dest = kernels_root / m["kernel"] / "benchmarks" / "results"

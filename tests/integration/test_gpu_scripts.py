@@ -1,5 +1,5 @@
-"""The device runner (scripts/gpu/run.py) and its tools run only on a lent GPU, where a typo costs
-a call: every recipe resolves to real kernels, cases, sweep sets and patches on either card and
+"""The device runner (scripts/gpu/run.py, its recipes in recipes.toml read by recipes.py) and its
+tools run only on a lent GPU, where a typo costs a call: every recipe resolves to real kernels, cases, sweep sets and patches on either card and
 keeps to its budget; records are stamped, filed by card, and RUNS.md is what they say."""
 
 from __future__ import annotations
@@ -30,17 +30,18 @@ def _script(name: str):
     return module
 
 
+recipes = _script("recipes")
 run = _script("run")
-RECIPES = sorted(run.load()["recipe"])
+RECIPES = sorted(recipes.load()["recipe"])
 
 
-@pytest.mark.parametrize("card", run.CARDS)
+@pytest.mark.parametrize("card", recipes.CARDS)
 @pytest.mark.parametrize("name", RECIPES)
 def test_every_recipe_resolves_to_real_cases(name, card):
     overrides = {"corpus": "tests/fixtures/projects", "against": "HEAD"}
-    recipe = run.resolve(name, card, overrides)
-    assert not run.problems(recipe), run.problems(recipe)
-    tasks, left = run.plan(recipe, card)
+    recipe = recipes.resolve(name, card, overrides)
+    assert not recipes.problems(recipe), recipes.problems(recipe)
+    tasks, left = recipes.plan(recipe, card)
     assert [t.step for t in tasks][0] == "setup" and len(tasks) > 1, "the recipe's first step fits its budget"
     assert sum(t.seconds for t in tasks) <= recipe.budget
     assert {t.step for t in tasks + left} - {"setup"} == set(recipe.steps) - {"corpus"} | (
@@ -57,32 +58,32 @@ def test_every_recipe_resolves_to_real_cases(name, card):
 
 
 def test_a_recipe_names_nothing_that_is_not_there():
-    recipe = run.resolve("record", "H100", {"kernels": ("rmsnorm", "nothere"), "dtypes": ("float8",)})
-    found = run.problems(recipe)
+    recipe = recipes.resolve("record", "H100", {"kernels": ("rmsnorm", "nothere"), "dtypes": ("float8",)})
+    found = recipes.problems(recipe)
     assert any("nothere" in p for p in found) and any("float8" in p for p in found)
-    sweep = run.resolve("sweep", "H200", {"sets": ("rmsnorm-opq",)})
-    assert any("rmsnorm-opq" in p for p in run.problems(sweep))
+    sweep = recipes.resolve("sweep", "H200", {"sets": ("rmsnorm-opq",)})
+    assert any("rmsnorm-opq" in p for p in recipes.problems(sweep))
 
 
 def test_plan_keeps_to_the_budget_and_the_card_decides_the_estimates():
-    recipe = run.resolve("record", "H200", {"kernels": ("rmsnorm",), "dtypes": ("bfloat16", "float16", "float32")})
-    tasks, left = run.plan(recipe, "H200")
+    recipe = recipes.resolve("record", "H200", {"kernels": ("rmsnorm",), "dtypes": ("bfloat16", "float16", "float32")})
+    tasks, left = recipes.plan(recipe, "H200")
     assert [t.detail for t in tasks if t.step == "bench"] == ["bfloat16", "float16"]
     assert [(t.step, t.detail) for t in left] == [("bench", "float32")]
-    small = run.resolve("record", "H200", {"budget": 10})
-    tasks, left = run.plan(small, "H200")
+    small = recipes.resolve("record", "H200", {"budget": 10})
+    tasks, left = recipes.plan(small, "H200")
     assert [t.step for t in tasks] == ["setup"] and left  # setup always; the rest left out, none cut midway
-    h100, _ = run.plan(run.resolve("record", "H100"), "H100")
-    h200, _ = run.plan(run.resolve("record", "H200"), "H200")
+    h100, _ = recipes.plan(recipes.resolve("record", "H100"), "H100")
+    h200, _ = recipes.plan(recipes.resolve("record", "H200"), "H200")
     assert [t.seconds for t in h100] != [t.seconds for t in h200]
 
 
 def test_a_cards_table_overrides_the_recipe(tmp_path):
-    data = run.load()
+    data = recipes.load()
     data["recipe"]["record"]["on"] = {"H100": {"kernels": ["rmsnorm"]}}
-    assert run.resolve("record", "H100", data=data).kernels == ("rmsnorm",)
-    assert run.resolve("record", "H200", data=data).kernels == ("rmsnorm", "geglu", "rope", "adaln")
-    assert run.resolve("record", "H100", {"kernels": ("adaln",)}, data=data).kernels == ("adaln",)
+    assert recipes.resolve("record", "H100", data=data).kernels == ("rmsnorm",)
+    assert recipes.resolve("record", "H200", data=data).kernels == ("rmsnorm", "geglu", "rope", "adaln")
+    assert recipes.resolve("record", "H100", {"kernels": ("adaln",)}, data=data).kernels == ("adaln",)
 
 
 def test_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path):
@@ -93,7 +94,7 @@ def test_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path):
 
 
 def test_records_carry_their_command_card_build_and_date(tmp_path):
-    recipe = run.resolve("record", "H100", {"kernels": ("adaln",)})
+    recipe = recipes.resolve("record", "H100", {"kernels": ("adaln",)})
     runner = run.Runner(recipe, "H100", "NVIDIA H100 80GB HBM3", tmp_path, ["record", "--kernels", "adaln"])
     path = runner.record_name("adaln", "-smoke")
     assert path.name == "adaln-h100-smoke.json"
