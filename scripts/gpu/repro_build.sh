@@ -17,9 +17,7 @@
 #   when different: cmp.txt (bytes that differ), strings.diff (`strings -a` of the two .so, diffed),
 #                   paths.txt (which side's absolute paths appear in its .so)
 #
-# From the repository root on the device, after run_all_h200.sh's install step:
-#   EXTRA='bash scripts/gpu/repro_build.sh' bash scripts/gpu/run_all_h200.sh
-# or alone:  RES=/tmp/results bash scripts/gpu/repro_build.sh      (about 1-2 min on the H200 host)
+# On the device: `python scripts/gpu/run.py repro` (the wheels installed, RES=$OUT; about 1-2 min).
 set -uo pipefail
 RES=${RES:-/tmp/results}
 out="$RES/repro-build"

@@ -1,14 +1,14 @@
-"""File the bench records a device call brought back into the kernels' results folders,
-named by the card each record names: run_all_h200.sh writes `<kernel>-h200[-<dtype>].{json,md,png}`
-on whichever card it ran (the device tool may lend an H100 for an H200), and a record filed
-under the wrong card's name would be counted against the other card's known misses.
+"""File the records a device call brought back into the kernels' results folders, named by the
+card each record names (not by its file name: a record filed under the wrong card would be
+counted against the other card's known misses).
 
-    python3 scripts/gpu/take_records.py /work/.device/N [--dry-run]
+    python3 scripts/gpu/take_records.py /work/.device/N/records [--dry-run]
 
-Each `<kernel>-h200*.json` whose kernel has a project under kernels-src/ goes to
-kernels-src/<kernel>/benchmarks/results/<card>[-<dtype>].json, its .md and .png beside it;
-each smoke report `<kernel>-smoke.json` (`pipeline smoke --json`) to `<card>-smoke.json`.
-Each file is written beside its destination and moved into place (fsutil.atomic_write_bytes).
+run.py writes `<kernel>-<card>[-<dtype>].json` (a `pipeline bench` record, its .md and .png
+beside it), `<kernel>-<card>-smoke.json` (`pipeline smoke --json`) and `<kernel>-<card>-model.json`
+(`verify --model --json`); they go to kernels-src/<kernel>/benchmarks/results/ as
+`<card>[-<dtype>].json`, `<card>-smoke.json` and `model-<card>.json`. Each file is written beside
+its destination and moved into place (fsutil.atomic_write_bytes).
 """
 
 from __future__ import annotations
@@ -22,36 +22,44 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from pipeline.bench_report import card_of  # noqa: E402
+from pipeline.bench_report import CARDS, card_of  # noqa: E402
 from pipeline.fsutil import atomic_write_bytes  # noqa: E402
 
-RECORD = re.compile(r"^(?P<kernel>[a-z0-9_]+)-h200(?P<tag>-(?:float16|float32|bfloat16))?\.json$")
-SMOKE = re.compile(r"^(?P<kernel>[a-z0-9_]+)-smoke\.json$")
+NAME = re.compile(r"^(?P<kernel>[a-z0-9_-]+?)-(?P<card>" + "|".join(CARDS.values())
+                  + r")(?P<tag>-(?:float16|float32|bfloat16|smoke|model))?\.json$")
 
 
-def _reports(results: Path, pattern: re.Pattern, key: str, kernels_root: Path):
-    """(path, name match, document) of each file in `results` whose name `pattern` matches, whose
-    kernel has a project under `kernels_root`, and whose JSON is that kernel's and holds `key`
-    ("results": a bench record; "passed": a smoke report; check reports and the like hold neither)."""
-    for path in sorted(results.glob("*.json")):
-        m = pattern.match(path.name)
-        if not m or not (kernels_root / m["kernel"]).is_dir():
-            continue
-        data = json.loads(path.read_text())
-        if data.get("kernel") == m["kernel"] and key in data:
-            yield path, m, data
+def _device(doc: dict, tag: str) -> str:
+    """The device a record names: bench and smoke reports at the top, a model report per model."""
+    if tag == "-model":
+        return next((m.get("device_name") or m.get("device") or "" for m in doc.get("models") or []), "")
+    return doc.get("device", "")
 
 
 def plan(results: Path, kernels_root: Path) -> list[tuple[Path, Path]]:
     """(source, destination) pairs for every record in `results` and the files beside it."""
     moves = []
-    for path, m, data in _reports(results, RECORD, "results", kernels_root):
-        stem = card_of(data["device"]) + (m["tag"] or "")
+    for path in sorted(results.glob("*.json")):
+        m = NAME.match(path.name)
+        if not m or not (kernels_root / m["kernel"]).is_dir():
+            continue
+        doc = json.loads(path.read_text())
+        tag = m["tag"] or ""
+        if tag == "-model" and "models" not in doc:
+            continue
+        key = "passed" if tag == "-smoke" else "results"
+        if tag != "-model" and (doc.get("kernel") != m["kernel"] or key not in doc):
+            continue  # check reports and the like
+        card = card_of(_device(doc, tag) or doc.get("run", {}).get("device", ""))
         dest = kernels_root / m["kernel"] / "benchmarks" / "results"
-        moves += [(path.with_suffix(sfx), dest / f"{stem}{sfx}") for sfx in (".json", ".md", ".png")
-                  if path.with_suffix(sfx).exists()]
-    for path, m, data in _reports(results, SMOKE, "passed", kernels_root):
-        moves.append((path, kernels_root / m["kernel"] / "benchmarks" / "results" / f"{card_of(data['device'])}-smoke.json"))
+        if tag == "-model":
+            moves.append((path, dest / f"model-{card}.json"))
+        elif tag == "-smoke":
+            moves.append((path, dest / f"{card}-smoke.json"))
+        else:
+            stem = card + ("" if tag in ("", "-bfloat16") else tag)
+            moves += [(path.with_suffix(sfx), dest / f"{stem}{sfx}") for sfx in (".json", ".md", ".png")
+                      if path.with_suffix(sfx).exists()]
     return moves
 
 

@@ -53,6 +53,7 @@ DECIDED = {
     (1057, 2048, 2): (0, 4, 64, 2),   # past it: the group rule (64 lanes of 4 packs)
     (2048, 1152, 2): (0, 6, 32, 4),   # layer 8x256x1152: 2048 > 1584 resident blocks of 160
     (6144, 2048, 2): (0, 4, 64, 2),   # streaming batches keep the group rule
+    (6144, 2048, 4): (0, 4, 128, 1),  # float32 past 256 packs: 4 per lane (RMS 1x6144x2048 27.02 -> 25.66 us)
     (64, 3072, 2): (0, 6, 64, 2),     # past 2048 elements: never swept, not taken
     (64, 512, 2): (0, 4, 16, 8),      # under 1024: the group rule
     (1, 1024, 4): (0, 1, 256, 1),
@@ -71,9 +72,3 @@ def test_one_wave_grid_is_one_block_per_row(choose):
         kind, vpt, tx, ty, grid = c
         assert (kind, ty, grid) == (0, 1, rows)
         assert tx % 32 == 0 and tx * vpt >= 145 * (2 if vpt == 2 else 1)
-
-
-def test_knob_off_restores_the_group_rule(tmp_path):
-    # ADALN_ONE_WAVE=0 is the launch of the records before it.
-    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DADALN_ONE_WAVE=0")
-    assert [c[:4] for c in run([(384, 2048, 2), (512, 1152, 2)])] == [(0, 4, 64, 2), (0, 6, 32, 4)]

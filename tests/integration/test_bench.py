@@ -434,22 +434,21 @@ def test_committed_results_have_their_command(kernel, card):
 # Issue 19's targets (faster than every baseline at every shape, at most equal to
 # torch.compile under graph replay, >= 0.90 of copy from 64 MiB), read off each
 # committed run. What the recorded runs still miss is listed here, by case and
-# kind, with the reason in the kernel's benchmarks/NOTES.md ("Version 4" /
-# "Version 2"): a re-recorded run that misses anything else fails, and one that
+# kind, with the reason in the kernel's benchmarks/NOTES.md ("Open misses, and
+# why"): a re-recorded run that misses anything else fails, and one that
 # stops missing a listed shape leaves a stale entry that the second test reports.
 KNOWN_MISSES_H200 = {
-    # H200 records of 2026-12-03's sixth session (scripts/gpu/v24_h200.sh: rmsnorm and rope, v26_h200.sh:
-    # geglu and adaln), every case timed from three fresh setups (`--samples 3`: new tensors and a new
+    # H200 records of 2026-12-03's sixth session (commit 6f4aad8; the device scripts v24_h200.sh and
+    # v26_h200.sh are in git history there), every case timed from three fresh setups (`--samples 3`: new tensors and a new
     # torch.compile each; the figure is the median). The sources are those the records before timed.
     # Each entry says whether the kernel's three samples and the baseline's overlap (the margin is
     # within what one build moves between setups) or lie apart (a loss this record shows); bandwidth
     # misses are under 0.90 of the 1 GiB copy, at 0.88-1.16 of a copy of the case's own bytes.
     # Reasons in each kernel's benchmarks/NOTES.md.
-    # rmsnorm: the record of 2026-12-07's fourteenth session, device call 3 (`pipeline bench
-    # --samples 3` on the machine v40_h200.sh with KERNELS=rmsnorm had built and smoked on): the
-    # build as shipped (ONE_STATIC, NARROW_ONE, WIDE_VPT4), every torch.compile compiled and
+    # rmsnorm: the record of 2026-12-07's fourteenth session (commit 45043a9; `pipeline bench
+    # --samples 3`, the command in the record): the build as shipped, every torch.compile compiled and
     # autotuned afresh per sample (bench.fresh_compiles); both sides count with their fastest sample
-    # (bench_report.compared_figures). The build before (2026-12-04) is archive/v36-h200.json.
+    # (bench_report.compared_figures). The build before (2026-12-04) is archive/v36-h200.json at 7a97039.
     "rmsnorm": {
         "rms_norm/4096x4096": {"bandwidth"},
         "rms_norm/65536x128": {"compile"},  # samples: compile overlap
@@ -481,11 +480,11 @@ KNOWN_MISSES_H200 = {
     },
 }
 
-# H100 records of 2026-12-07's thirteenth session (scripts/gpu/v40_h200.sh on the H100 the device tool
-# gave for `nvidia-h200`; rmsnorm with RMSNORM_ONE_STATIC, the build shipped since 2026-12-06), the same
+# H100 records of 2026-12-07's thirteenth session (commit c1004d6, the device script v40_h200.sh in git
+# history there; rmsnorm re-recorded as shipped in f264cac), the same
 # method as the H200's rmsnorm record: `--samples 3`, torch.compile compiled afresh per sample, both
-# sides counted with their fastest sample. Reasons in each kernel's benchmarks/NOTES.md ("2026-12-07
-# (thirteenth session)"): all are within 1-5 % of torch.compile, at its copy-bandwidth level or at
+# sides counted with their fastest sample. Reasons in each kernel's benchmarks/NOTES.md ("Open
+# misses, and why"): all are within 1-5 % of torch.compile, at its copy-bandwidth level or at
 # the ~4.5 us launch floor of a decode step.
 KNOWN_MISSES_H100 = {
     "rmsnorm": {
@@ -547,12 +546,12 @@ def test_known_misses_are_still_misses(card, kernel):
     assert not {n: k for n, k in stale.items() if k}, "met now: drop it from KNOWN_MISSES and NOTES.md"
 
 
-# Records of the same cases in another dtype (`pipeline bench --dtype`, scripts/gpu/dtypes_h200.sh),
+# Records of the same cases in another dtype (`pipeline bench --dtype`, `run.py record --dtypes`),
 # where the target is "not behind": what they still miss, by (kernel, dtype), with the reason in NOTES.md.
 OTHER_DTYPE_RECORDS = sorted(p for card in CARDS for p in REPO.glob(f"kernels-src/*/benchmarks/results/{card}-float*.json"))
 
 
-# Records in float16 and float32, same calls and method as KNOWN_MISSES' (v24-v26_h200.sh, `--samples 3`):
+# Records in float16 and float32, same calls and method as KNOWN_MISSES' (commit 6f4aad8, `--samples 3`):
 # every case where a baseline is strictly faster, by name, "(graph replay)" for the graph figure;
 # "overlap" marks a margin within the samples' ranges. Reasons in each kernel's NOTES.md.
 KNOWN_BEHIND_H200: dict[tuple[str, str], set[str]] = {

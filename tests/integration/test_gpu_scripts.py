@@ -1,12 +1,14 @@
-"""The device scripts (scripts/gpu) are only run on a lent GPU, where a typo costs a call:
-every shell script parses, and every sweep names real bench (or more_shapes) cases with well-formed configurations."""
+"""The device runner (scripts/gpu/run.py, its recipes in recipes.toml read by recipes.py) and its
+tools run only on a lent GPU, where a typo costs a call: every recipe resolves to real kernels, cases, sweep sets and patches on either card and
+keeps to its budget; records are stamped, filed by card, and RUNS.md is what they say."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,18 +20,110 @@ GPU = REPO / "scripts" / "gpu"
 FIELDS = {"RMSNORM_CONFIG": 6, "ADALN_CONFIG": 3, "GEGLU_CONFIG": 3}
 
 
-@pytest.mark.parametrize("script", sorted(GPU.glob("*.sh")), ids=lambda p: p.name)
-def test_device_script_parses(script):
-    proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-
-
 def _script(name: str):
     """A Python script of scripts/gpu imported as a module (it runs nothing on import)."""
+    sys.path.insert(0, str(GPU))
     spec = importlib.util.spec_from_file_location(f"gpu_{name}", GPU / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
+
+
+recipes = _script("recipes")
+run = _script("run")
+RECIPES = sorted(recipes.load()["recipe"])
+
+
+@pytest.mark.parametrize("card", recipes.CARDS)
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_recipe_resolves_to_real_cases(name, card):
+    overrides = {"corpus": "tests/fixtures/projects", "against": "HEAD"}
+    recipe = recipes.resolve(name, card, overrides)
+    assert not recipes.problems(recipe), recipes.problems(recipe)
+    tasks, left = recipes.plan(recipe, card)
+    assert [t.step for t in tasks][0] == "setup" and len(tasks) > 1, "the recipe's first step fits its budget"
+    assert sum(t.seconds for t in tasks) <= recipe.budget
+    assert {t.step for t in tasks + left} - {"setup"} == set(recipe.steps) - {"corpus"} | (
+        {"corpus"} if "corpus" in recipe.steps else set())
+    for t in tasks + left:
+        for k in t.kernels:
+            assert (REPO / "kernels-src" / k / "build.toml").is_file(), k
+        if t.step == "bench":
+            assert bench.load_cases(REPO / "kernels-src" / t.kernels[0], t.detail), t
+        if t.step == "smoke":
+            assert all((REPO / "kernels-src" / k / "tests" / "smoke_cases.py").is_file() for k in t.kernels)
+        if t.step == "corpus":
+            assert (REPO / recipe.corpus / t.detail / "build.toml").is_file()
+
+
+def test_a_recipe_names_nothing_that_is_not_there():
+    recipe = recipes.resolve("record", "H100", {"kernels": ("rmsnorm", "nothere"), "dtypes": ("float8",)})
+    found = recipes.problems(recipe)
+    assert any("nothere" in p for p in found) and any("float8" in p for p in found)
+    sweep = recipes.resolve("sweep", "H200", {"sets": ("rmsnorm-opq",)})
+    assert any("rmsnorm-opq" in p for p in recipes.problems(sweep))
+
+
+def test_plan_keeps_to_the_budget_and_the_card_decides_the_estimates():
+    recipe = recipes.resolve("record", "H200", {"kernels": ("rmsnorm",), "dtypes": ("bfloat16", "float16", "float32")})
+    tasks, left = recipes.plan(recipe, "H200")
+    assert [t.detail for t in tasks if t.step == "bench"] == ["bfloat16", "float16"]
+    assert [(t.step, t.detail) for t in left] == [("bench", "float32")]
+    small = recipes.resolve("record", "H200", {"budget": 10})
+    tasks, left = recipes.plan(small, "H200")
+    assert [t.step for t in tasks] == ["setup"] and left  # setup always; the rest left out, none cut midway
+    h100, _ = recipes.plan(recipes.resolve("record", "H100"), "H100")
+    h200, _ = recipes.plan(recipes.resolve("record", "H200"), "H200")
+    assert [t.seconds for t in h100] != [t.seconds for t in h200]
+
+
+def test_a_cards_table_overrides_the_recipe(tmp_path):
+    data = recipes.load()
+    data["recipe"]["record"]["on"] = {"H100": {"kernels": ["rmsnorm"]}}
+    assert recipes.resolve("record", "H100", data=data).kernels == ("rmsnorm",)
+    assert recipes.resolve("record", "H200", data=data).kernels == ("rmsnorm", "geglu", "rope", "adaln")
+    assert recipes.resolve("record", "H100", {"kernels": ("adaln",)}, data=data).kernels == ("adaln",)
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(capsys, tmp_path):
+    assert run.main(["record", "--dry-run", "--card", "H100", "--kernels", "rope", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "record on H100" in out and "bench rope bfloat16" in out
+    assert not any(tmp_path.iterdir())
+
+
+def test_records_carry_their_command_card_build_and_date(tmp_path):
+    recipe = recipes.resolve("record", "H100", {"kernels": ("adaln",)})
+    runner = run.Runner(recipe, "H100", "NVIDIA H100 80GB HBM3", tmp_path, ["record", "--kernels", "adaln"])
+    path = runner.record_name("adaln", "-smoke")
+    assert path.name == "adaln-h100-smoke.json"
+    path.write_text(json.dumps({"kernel": "adaln", "kernel_id": "_adaln_cuda_abc1234", "passed": True}))
+    runner.stamp(path, "python -m pipeline smoke /tmp/build-adaln", "adaln")
+    stamp = json.loads(path.read_text())["run"]
+    assert stamp["command"] == "python scripts/gpu/run.py record --kernels adaln"
+    assert stamp["card"] == "H100" and stamp["build_id"] == "_adaln_cuda_abc1234" and stamp["date"].endswith("Z")
+    assert stamp["step"].startswith("python -m pipeline smoke") and stamp["commit"]
+
+
+def test_sass_comparison_masks_only_nvccs_per_file_id():
+    a = "Function : _ZN39_GLOBAL__N__b1233d62_7_rope_cu_d925a83b18rope_scalar_kernelI13__nv_bfloat16EEvv"
+    b = "Function : _ZN39_GLOBAL__N__1a222686_7_rope_cu_d925a83b18rope_scalar_kernelI13__nv_bfloat16EEvv"
+    c = "Function : _ZN37_INTERNAL_1a222686_7_rope_cu_d925a83b4cuda3std3__4"
+    assert run.FILE_ID.sub("<id>", a) == run.FILE_ID.sub("<id>", b) != a
+    assert "<id>" in run.FILE_ID.sub("<id>", c)
+    assert run.FILE_ID.sub("<id>", "Function : _ZN10geglu_cuda9geglu_vecI") == "Function : _ZN10geglu_cuda9geglu_vecI"
+
+
+@pytest.mark.parametrize("patch", sorted((GPU / "tune").glob("*.patch")), ids=lambda p: p.name)
+def test_tuning_patch_applies_to_the_shipped_source(patch, tmp_path):
+    kernel = patch.stem
+    shutil.copytree(REPO / "kernels-src" / kernel, tmp_path / "kernels-src" / kernel,
+                    ignore=shutil.ignore_patterns("build", "__pycache__"))
+    proc = subprocess.run(["git", "apply", "-p1", str(patch)], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    glue = next((tmp_path / "kernels-src" / kernel).glob("*_cuda/*.cu")).read_text()
+    assert f'getenv("{kernel.upper()}_CONFIG")' in glue  # the override sweep.py sets
 
 
 @pytest.mark.parametrize("name", sorted(_script("sweep").SWEEPS))
@@ -38,68 +132,17 @@ def test_sweep_names_real_cases(name):
     variable, plan = module.SWEEPS[name]
     cases = set(module.sweep_cases(name))  # the bench's cases and more_shapes.py's
     assert set(plan) <= cases, sorted(set(plan) - cases)
+    assert (GPU / "tune" / f"{module.project_of(name)}.patch").is_file()
     for configs in plan.values():
         for config in configs:
             fields = config.split(",")
             assert len(fields) == FIELDS[variable] and all(f.lstrip("-").isdigit() for f in fields), config
 
 
-def _variant_specs():
-    for script in sorted(GPU.glob("*.sh")):
-        for line in script.read_text().replace("\\\n", " ").splitlines():  # continued lines joined
-            if line.startswith("variants "):
-                yield from ((script.name, spec) for spec in line.split()[1:])
-
-
-@pytest.mark.parametrize("script,spec", list(_variant_specs()), ids=lambda v: v)
-def test_variant_flags_name_a_knob_of_the_kernel(script, spec):
-    kernel, name, tag, dtype, flag = spec.split(":")
-    assert dtype in ("bfloat16", "float16", "float32") and name and tag
-    sources = [p for p in (REPO / "kernels-src" / kernel).rglob("*") if p.suffix in (".cu", ".cuh", ".h")]
-    # A past call's script whose knobs were removed afterwards says so, with the commit that has them.
-    header = (GPU / script).read_text().replace("\n# ", " ")
-    removed = re.search(r"(\S+) (?:and (\S+) )?(?:was|were) removed after this call \(not shipped; "
-                        r"(?:it is|they are) in commit [0-9a-f]{7}", header)
-    for one in flag.split(","):  # several flags, comma-separated
-        knob = one.removeprefix("-D").split("=")[0]
-        if removed and knob in removed.groups():
-            continue
-        assert any(f"#ifndef {knob}\n" in p.read_text() for p in sources), f"{script}: {knob} is no knob of {kernel}"
-
-
-def test_variants_sets_the_steps_run_all_runs(tmp_path):
-    # variants.sh with a stub variant_build.sh: the smoke and bench steps it hands run_all_h200.sh parse,
-    # smoke every variant and compare each with the shipped build's record of its dtype.
-    (tmp_path / "scripts" / "gpu").mkdir(parents=True)
-    (tmp_path / "scripts" / "gpu" / "variants.sh").write_text((GPU / "variants.sh").read_text())
-    (tmp_path / "scripts" / "gpu" / "variant_build.sh").write_text('echo "built $*" >> built.txt\n')
-    script = ('source scripts/gpu/variants.sh; variants a:a-x:x:bfloat16:-DA_X=1 b:b-y:y:float32:-DB_Y=2,-DB_Z=3; wait; '
-              'printf "%s" "$VARIANT_SMOKES" > smokes.sh; printf "%s" "$VARIANT_BENCHES" > benches.sh')
-    subprocess.run(["bash", "-c", script], cwd=tmp_path, check=True)
-    # the builds run in the background, in either order
-    built = sorted((tmp_path / "built.txt").read_text().splitlines())
-    assert built == ["built a a-x -DA_X=1", "built b b-y -DB_Y=2 -DB_Z=3"]
-    for step in ("smokes.sh", "benches.sh"):
-        assert subprocess.run(["bash", "-n", str(tmp_path / step)]).returncode == 0
-    smokes, benches = (tmp_path / "smokes.sh").read_text(), (tmp_path / "benches.sh").read_text()
-    assert "for name in a-x b-y;" in smokes and "--seeds 2" in smokes
-    assert 'base="$RES/a-h200.json" x="$RES/a-x-h200.json"' in benches
-    assert "--dtype float32" in benches and 'base="$RES/b-h200-float32.json" y="$RES/b-y-h200-float32.json"' in benches
-
-
-def test_sweep_pick_takes_the_fastest_configuration_timed_everywhere(tmp_path):
-    module = _script("sweep_pick")
-    rows = [
-        {"case": "a", "config": "rule", "us": 10.0}, {"case": "b", "config": "rule", "us": 20.0},
-        {"case": "a", "config": "9,1", "us": 9.0}, {"case": "b", "config": "9,1", "us": 21.0},   # 0.975
-        {"case": "a", "config": "9,2", "us": 9.5}, {"case": "b", "config": "9,2", "us": 19.0},   # 0.95
-        {"case": "a", "config": "9,3", "us": 5.0},                                                # not timed at b
-        {"case": "a", "config": "9,4", "us": 1.0}, {"case": "b", "config": "9,4", "error": "x"},  # wrong at b
-        {"case": "a", "config": "6,1", "us": 1.0}, {"case": "b", "config": "6,1", "us": 1.0},    # other prefix
-    ]
-    best, mean = module.pick(rows, "9,")
-    assert best == "9,2" and abs(mean - 0.95) < 1e-9
-    assert module.pick(rows, "7,") is None
+@pytest.mark.parametrize("script", sorted(GPU.glob("*.sh")), ids=lambda p: p.name)
+def test_device_shell_script_parses(script):
+    proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_compare_bench_reports_the_run_drift_from_the_steady_baselines(tmp_path, capsys):
@@ -155,19 +198,42 @@ def test_take_records_files_each_record_under_the_card_it_names(tmp_path):
     record = json.loads((REPO / "kernels-src" / "adaln" / "benchmarks" / "results" / "h100.json").read_text())
     results, kernels = tmp_path / "results", tmp_path / "kernels-src"
     results.mkdir()
-    (kernels / "adaln" / "benchmarks" / "results").mkdir(parents=True)
-    (results / "adaln-h200.json").write_text(json.dumps(record))  # an H100's record, under run_all's name
+    for k in ("adaln", "softmax-triton"):
+        (kernels / k / "benchmarks" / "results").mkdir(parents=True)
+    (results / "adaln-h200.json").write_text(json.dumps(record))  # an H100's record under an H200's name
     (results / "adaln-h200.md").write_text("table")
-    (results / "adaln-h200-float32.json").write_text(json.dumps({**record, "device": "NVIDIA H200"}))
-    (results / "adaln-h200-check.json").write_text(json.dumps({"kernel": "adaln", "ok": True}))  # not a record
-    (results / "nothere-h200.json").write_text(json.dumps({**record, "kernel": "nothere"}))  # no such project
+    (results / "adaln-h100-float32.json").write_text(json.dumps({**record, "device": "NVIDIA H200"}))
+    (results / "adaln-h100-check.json").write_text(json.dumps({"kernel": "adaln", "ok": True}))  # not a record
+    (results / "nothere-h100.json").write_text(json.dumps({**record, "kernel": "nothere"}))  # no such project
+    (results / "softmax-triton-h200.json").write_text(json.dumps({**record, "kernel": "softmax-triton",
+                                                                  "device": "NVIDIA H200"}))
     smoke = {"kernel": "adaln", "device": "NVIDIA H100 80GB HBM3", "passed": True, "counts": {"total": 3}}
-    (results / "adaln-smoke.json").write_text(json.dumps(smoke))
+    (results / "adaln-h100-smoke.json").write_text(json.dumps(smoke))
+    model = {"ok": True, "models": [{"model": "qwen3", "device_name": "NVIDIA H200", "cases": []}]}
+    (results / "adaln-h200-model.json").write_text(json.dumps(model))
     assert module.main([str(results), "--kernels", str(kernels)]) == 0
     filed = kernels / "adaln" / "benchmarks" / "results"
-    assert sorted(p.name for p in filed.iterdir()) == ["h100-smoke.json", "h100.json", "h100.md", "h200-float32.json"]
+    assert sorted(p.name for p in filed.iterdir()) == ["h100-smoke.json", "h100.json", "h100.md",
+                                                       "h200-float32.json", "model-h200.json"]
     assert json.loads((filed / "h100-smoke.json").read_text()) == smoke
     assert json.loads((filed / "h100.json").read_text()) == record
+    assert (kernels / "softmax-triton" / "benchmarks" / "results" / "h200.json").is_file()
     (results / "adaln-h200.json").write_text(json.dumps({**record, "device": "NVIDIA A100"}))
     with pytest.raises(ValueError, match="no known card"):
         module.plan(results, kernels)
+
+
+def test_runs_md_is_what_the_records_say():
+    module = _script("runs")
+    assert module.main(["--check"]) == 0, "RUNS.md is stale: python3 scripts/gpu/runs.py"
+    text = (GPU / "RUNS.md").read_text()
+    for path in REPO.glob("kernels-src/*/benchmarks/results/*.json"):
+        assert f"`{path.relative_to(REPO).as_posix()}`" in text
+
+
+def test_runs_md_row_takes_the_stamp_over_the_records_own_fields(tmp_path):
+    module = _script("runs")
+    path = REPO / "kernels-src" / "adaln" / "benchmarks" / "results" / "h100.json"
+    row = module.row(path)
+    assert "| H100 |" in row and "`python -m pipeline bench /tmp/build-adaln" in row
+    assert module.MISSING in row  # no commit: made before run.py stamped records

@@ -3,8 +3,8 @@ validate → build the CPU variant (once per kernel per session) → smoke → t
 Python API through kernels.get_local_kernel → publish to an embedded Hub and
 load back with kernels.get_kernel (pipeline.verify, in a fresh process).
 
-The CUDA variants are built, smoke-tested and benchmarked on the H200 by
-scripts/gpu/run_all_h200.sh (results in kernels-src/<k>/benchmarks/results/).
+The CUDA variants are built, smoke-tested and benchmarked on a lent H100 or H200 by
+`python scripts/gpu/run.py record` (results in kernels-src/<k>/benchmarks/results/).
 """
 
 from __future__ import annotations

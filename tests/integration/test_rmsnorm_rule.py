@@ -57,7 +57,7 @@ DECIDED = {
     (64, 7168, 2, False): True, (1, 8192, 2, False): True, (64, 8192, 2, False): True,
     (264, 8192, 2, False): True, (265, 8192, 2, False): False,  # 132 x 2 blocks of 1024 threads
     (64, 16384, 2, False): False,   # past 1024 vectors
-    # RMSNORM_NARROW_ONE (sweep rmsnorm-more, 2026-12-07, an H100): rows of 65-255 vectors too;
+    # rows of 65-255 vectors too (sweep rmsnorm-more, 2026-12-07, an H100);
     # graph replay 1x896 1.76 -> 1.48 us, 1x1536 1.86 -> 1.50, 64x1536 1.97 -> 1.70
     **{(r, h, 2, False): True for r in (1, 64) for h in (896, 1536)},
     (2048, 896, 2, False): True,    # 2048 of 2112 resident blocks of 128 threads
@@ -88,12 +88,6 @@ def test_rows_one_launch_shape(choose):
         nvec = hidden * elem // 16
         assert (kind, vpt, grid) == (ROWS_ONE, 1, rows)
         assert tx % 32 == 0 and nvec <= tx < nvec + 32
-
-
-def test_knob_off_restores_rows_reg(tmp_path):
-    # RMSNORM_DECODE_ONE=0 is the launch of the records before it (rows_reg at two vectors per thread).
-    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_DECODE_ONE=0")
-    assert [c[:3] for c in run([(64, 4096, 2, 1), (1, 8192, 2, 0)])] == [(0, 2, 256), (0, 2, 512)]
 
 
 # Per-head rows (sweeps rmsnorm-head and rmsnorm-head32, 2026-12-02 fourth session, calls 1 and 3):
@@ -143,11 +137,6 @@ def test_rows_head_grid_covers_every_row(choose):
         assert grid == -(-rows // per_block)
 
 
-def test_head_knob_off_restores_rows_small(tmp_path):
-    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_HEAD=0")
-    assert [c[0] for c in run([(65536, 128, 2, 0), (262144, 128, 4, 0)])] == [ROWS_SMALL, ROWS_SMALL]
-
-
 # Streaming batches (sweeps rmsnorm-big, rmsnorm-big16 and rmsnorm-big2, 2026-12-03 seventh session,
 # calls 2 and 4): (rows, hidden, bytes per element, fused) -> (kind, vectors per thread).
 ROWS_REG, ROWS_ASYNC = 0, 3
@@ -164,7 +153,7 @@ STREAM_DECIDED = {
     (8192, 3072, 2, False): (ROWS_REG, 4),    # 26.58 -> 25.89
     (16384, 3072, 2, False): (ROWS_REG, 4),   # level
     (2048, 4096, 2, True): (ROWS_REG, 4),     # the fused op below 2^21 vectors, as before
-    (8192, 1024, 2, False): (ROWS_REG, 4),    # 128 vectors: RMSNORM_NARROW_ONE (as 896 below)
+    (8192, 1024, 2, False): (ROWS_REG, 4),    # 128 vectors: the narrow rows' rule (as 896 below)
     # sweep rmsnorm-more (2026-12-07, an H100): 16-bit rows of 65-255 vectors past one wave in
     # registers (16384x896 20.70 -> 19.54 us), rows of 1025-1536 at four vectors (2048x12288
     # 33.78 -> 32.32); 2048 vectors keep eight (2048x16384, sweep rmsnorm-opq)
@@ -182,28 +171,3 @@ def test_streaming_rows_keep_rows_reg_where_the_sweep_put_them(choose):
     shapes = list(STREAM_DECIDED)
     got = {s: (c[0], c[1]) for s, c in zip(shapes, choose(shapes))}
     assert got == STREAM_DECIDED
-
-
-def test_narrow_knobs_off_restore_the_rules_before(tmp_path):
-    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_NARROW_ONE=0", "-DRMSNORM_WIDE_VPT4=0")
-    got = run([(64, 896, 2, 0), (16384, 896, 2, 0), (2048, 12288, 2, 0)])
-    assert [(c[0], c[1]) for c in got] == [(ROWS_REG, 4), (ROWS_ASYNC, 4), (ROWS_REG, 8)]
-
-
-def test_stream_knob_off_restores_rows_async(tmp_path):
-    run = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_REG_STREAM16=0")
-    assert [c[0] for c in run([(4096, 4096, 2, 1), (8192, 2048, 2, 0)])] == [ROWS_ASYNC, ROWS_ASYNC]
-
-
-def test_narrow_knobs_move_no_bench_case(choose, tmp_path):
-    # The H100/H200 bench records were made before RMSNORM_NARROW_ONE and RMSNORM_WIDE_VPT4: they stay
-    # the shipped build's figures only while no benchmark case's launch differs with the knobs off.
-    import torch  # noqa: F401  (bench cases build their tensors lazily; loading them needs torch)
-    from pipeline import bench
-
-    sizes = {"bfloat16": 2, "float16": 2, "float32": 4}
-    shapes = sorted({(int(c["shape"].split("x")[0]), int(c["shape"].split("x")[1]), sizes[c["dtype"]],
-                      c["op"] == "fused_add_rms_norm")
-                     for dtype in sizes for c in bench.load_cases(REPO / "kernels-src" / "rmsnorm", dtype)})
-    before = host_rule(tmp_path, PROGRAM, HEADER_DIR, "-DRMSNORM_NARROW_ONE=0", "-DRMSNORM_WIDE_VPT4=0")
-    assert len(shapes) > 100 and choose(shapes) == before(shapes)

@@ -13,8 +13,6 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -52,13 +50,8 @@ void launch(T* out, const T* x, const TC* scale, const TC* shift, const adaln_cu
   constexpr int N = adaln_cuda::Pack16<T>::N;
   const bool aligned = p.D % N == 0 && is_aligned16(out) && is_aligned16(x) && is_aligned16(scale) &&
                        is_aligned16(shift);
-  int fv = 0, ftx = 0, fty = 0;
-#ifdef ADALN_TUNE_ENV
-  // Tuning builds only (scripts/gpu/sweep.py): ADALN_CONFIG = "vpt,tx,ty".
-  if (const char* e = std::getenv("ADALN_CONFIG")) std::sscanf(e, "%d,%d,%d", &fv, &ftx, &fty);
-#endif
   auto resident = [](int vpt, int threads) { return resident_blocks<T, TC, RMS>(vpt, threads); };
-  auto c = adaln_cuda::choose_config(p.rows, p.D, (int)sizeof(T), aligned, resident, fv, ftx, fty);
+  auto c = adaln_cuda::choose_config(p.rows, p.D, (int)sizeof(T), aligned, resident);
   // Modulation rows loaded early (adaln_rows' EARLY) only for launches of at
   // most 256 threads per multiprocessor (8 warps): with fewer warps than that
   // nothing hides the second round trip, and the extra registers cost an

@@ -254,17 +254,7 @@ inline int group_lanes(int packs) {
   return best;
 }
 
-// float32 rows past 256 packs at 4 packs per lane instead of 8 (an experiment,
-// sweep adaln-fp32 of 2026-12-01's fifth session, call 2, H200: RMS 1x6144x2048
-// 27.02 -> 25.66 us, 2x16384x2048 130.75 -> 129.04 at 128 lanes; 1x384x2048
-// 7.26 -> 7.33 flushed, graph 3.52 -> 3.41). 1 (shipped) since 2026-12-02's
-// call 1 (scripts/gpu/v6_explore_h200.sh): smoke 402/402 with 2 seeds; benched
-// beside the 8-pack build, float32: 1x6144x2048 26.80 -> 25.76, layer 8x4096x1152
-// 83.42 -> 81.33, rms 1x384x2048 graph 3.55 -> 3.22; layer 8x256x1152 10.03 ->
-// 10.27 (still ahead of torch.compile's 12.32). 0: 8 packs per lane.
-#ifndef ADALN_F32_LANES4
-#define ADALN_F32_LANES4 1
-#endif
+inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
 
 // Batches whose blocks all fit on the device at once (one wave), rows of 1024-2048
 // elements: one row per block of up to 256 threads, one pack per thread (two in
@@ -273,22 +263,16 @@ inline int group_lanes(int packs) {
 // where the group rule gives few threads many packs (98-161 registers at the two
 // small-batch shapes). Sweep adaln-one, 2026-12-03 call 1 (H200, bf16, flushed |
 // graph replay): rms 1x384x2048 6.18 | 2.66 -> 5.74 | 2.50 us (torch.compile 5.90 |
-// 2.57); layer 2x256x1152 6.62 | 3.08 -> 6.37 | 3.14 (6.53 | 3.43). 0: the group rule.
-#ifndef ADALN_ONE_WAVE
-#define ADALN_ONE_WAVE 1
-#endif
-
-inline int round_up_32(int v) { return (v + 31) / 32 * 32; }
-
-// The one-wave launch's packs per thread and threads per row for a row of `packs`
-// 16-byte packs (0 threads: the shape is outside the rule's range).
+// 2.57); layer 2x256x1152 6.62 | 3.08 -> 6.37 | 3.14 (6.53 | 3.43).
+// one_wave_shape: the one-wave launch's packs per thread and threads per row for a row
+// of `packs` 16-byte packs (0 threads: the shape is outside the rule's range).
 inline void one_wave_shape(int64_t D, int packs, int& vpt, int& tx) {
   vpt = (packs + 255) / 256;
-  tx = ADALN_ONE_WAVE && D >= 1024 && D <= 2048 && vpt <= 2 ? round_up_32((packs + vpt - 1) / vpt) : 0;
+  tx = D >= 1024 && D <= 2048 && vpt <= 2 ? round_up_32((packs + vpt - 1) / vpt) : 0;
 }
 
-// force_*: a tuning build's overrides (0: the rule's choice). `resident_blocks(vpt,
-// threads)`: blocks of adaln_rows at that many packs per thread and threads per block
+// force_*: a tuning build's overrides (scripts/gpu/tune/adaln.patch; 0: the rule's choice).
+// `resident_blocks(vpt, threads)`: blocks of adaln_rows at that many packs per thread and threads per block
 // resident on the whole device at once (the host's occupancy query; asked only for
 // shapes the one-wave rule may take).
 template <typename ResidentFn>
@@ -304,7 +288,8 @@ inline Config choose_config(int64_t rows, int64_t D, int elem_size, bool aligned
     if (tx > 0 && rows <= resident_blocks(vpt, tx)) return Config{0, vpt, tx, 1, rows};
   }
   int tx = force_tx > 0 && (force_tx <= 32 ? (force_tx & (force_tx - 1)) == 0 : force_tx % 32 == 0) ? force_tx : 0;
-  const int lane_packs = ADALN_F32_LANES4 && elem_size == 4 ? 4 : 8;  // packs per lane past 256
+  // Packs per lane past 256: float32 at 4 (H200, RMS 1x6144x2048 27.02 -> 25.66 us against 8).
+  const int lane_packs = elem_size == 4 ? 4 : 8;
   if (tx == 0) tx = packs <= 256 ? group_lanes(packs) : ((packs + lane_packs * 32 - 1) / (lane_packs * 32)) * 32;
   if (tx > 256) tx = 256;
   int vpt = force_vpt ? force_vpt : (packs + tx - 1) / tx;

@@ -11,9 +11,6 @@
 #include <ATen/DeviceGuard.h>
 #include <ATen/core/Tensor.h>
 
-#include <cstdio>
-#include <cstdlib>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -31,14 +28,7 @@ template <typename T, bool TANH, bool GATE_FIRST>
 void launch(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
   constexpr int N = geglu_cuda::Pack16<T>::N;
   const bool vec = d % N == 0 && geglu_cuda::is_aligned16(out) && geglu_cuda::is_aligned16(in);
-  int fv = 0, ft = 0, precise = 0;
-#ifdef GEGLU_TUNE_ENV
-  // Tuning builds only (scripts/gpu/sweep.py): GEGLU_CONFIG = "vpt,threads,precise"
-  // (precise=1: the textbook GELU, 2 packs per thread).
-  if (const char* e = std::getenv("GEGLU_CONFIG")) std::sscanf(e, "%d,%d,%d", &fv, &ft, &precise);
-#endif
-  auto c = geglu_cuda::choose_config(rows, d / N, multiprocessors(), fv, ft);
-  c.precise = precise != 0;
+  const auto c = geglu_cuda::choose_config(rows, d / N, multiprocessors());
   C10_CUDA_CHECK((geglu_cuda::launch<T, TANH, GATE_FIRST>(out, in, rows, d, c, vec, stream)));
 }
 

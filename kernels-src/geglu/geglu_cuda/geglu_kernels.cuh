@@ -13,8 +13,8 @@
 //    the cancellation.
 // libdevice's erff (branch-free selects of two degree-7 polynomials, then an
 // exp2 and 1 - e) took ~25 instructions per element; this takes ~18, with two
-// MUFU operations. `gelu_precise` is the textbook formula, kept for the
-// tuning build's comparison (GEGLU_CONFIG's third field).
+// MUFU operations. `gelu_precise` is the textbook formula, which only the tuning
+// patch launches (scripts/gpu/tune/geglu.patch: GEGLU_CONFIG's third field).
 #pragma once
 
 #include <cstdint>
@@ -61,16 +61,6 @@ __device__ __forceinline__ float gelu(float x) {
   if constexpr (PRECISE) return gelu_precise<TANH>(x);
   else return gelu_fast<TANH>(x);
 }
-
-// 32-bit offsets and no row loop where the grid covers every row and the
-// offsets fit (an experiment, NOTES.md "Version 4 plan": rmsnorm's decode
-// launch gained 0.2 us from the same change). 1: shipped since its H200 smoke
-// (426/426, 2 seeds) and record (4096x16384 52.1 -> 48.3 us, decode 8x28672
-// under graph replay 1.83 -> 1.57; scripts/gpu/v5_explore_h200.sh,
-// v5_record2_h200.sh); 0: the row loop and 64-bit offsets everywhere.
-#ifndef GEGLU_DECODE_I32
-#define GEGLU_DECODE_I32 1
-#endif
 
 // grid (ceil(d_vec / (threads * VPT)), min(rows, 65535)); each thread VPT
 // packs of one row, both halves' loads issued before any use. I, LOOP: the
@@ -130,7 +120,7 @@ __global__ void geglu_scalar(T* __restrict__ out, const T* __restrict__ in, int6
 // (decode batches), one pack per thread in 128-thread blocks.
 struct Config {
   int vpt, threads;
-  bool precise;  // the textbook GELU (tuning builds only)
+  bool precise;  // the textbook GELU (launched only by scripts/gpu/tune/geglu.patch)
 };
 
 inline int block_threads(int64_t d_vec, int vpt) {
@@ -165,20 +155,14 @@ inline cudaError_t launch(T* out, const T* in, int64_t rows, int64_t d, const Co
   }
   const int64_t per_block = (int64_t)c.threads * c.vpt;
   const dim3 grid(static_cast<unsigned>((d / N + per_block - 1) / per_block), gy);
-#ifdef GEGLU_TUNE_ENV
-  if (c.precise) {
-    geglu_vec<T, TANH, GATE_FIRST, 2, true><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
-    return cudaGetLastError();
-  }
-#endif
-#if GEGLU_DECODE_I32
+  // 32-bit offsets and no row loop where the grid covers every row and the offsets fit
+  // (H200: 4096x16384 52.1 -> 48.3 us, decode 8x28672 under graph replay 1.83 -> 1.57).
   if (rows <= 65535 && rows * 2 * d < (int64_t(1) << 31)) {
     if (c.vpt == 1) geglu_vec<T, TANH, GATE_FIRST, 1, false, int32_t, false><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
     else if (c.vpt == 2) geglu_vec<T, TANH, GATE_FIRST, 2, false, int32_t, false><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
     else geglu_vec<T, TANH, GATE_FIRST, 4, false, int32_t, false><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
     return cudaGetLastError();
   }
-#endif
   if (c.vpt == 1) geglu_vec<T, TANH, GATE_FIRST, 1><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
   else if (c.vpt == 2) geglu_vec<T, TANH, GATE_FIRST, 2><<<grid, c.threads, 0, stream>>>(out, in, rows, d);
   else geglu_vec<T, TANH, GATE_FIRST, 4><<<grid, c.threads, 0, stream>>>(out, in, rows, d);

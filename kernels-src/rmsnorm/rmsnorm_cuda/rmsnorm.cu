@@ -4,8 +4,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/all.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -52,35 +50,14 @@ bool clusters_supported() {
   return at::cuda::getDeviceProperties(dev)->major >= 9;
 }
 
-#ifdef RMSNORM_TUNE_ENV
-// Tuning builds only (-DRMSNORM_TUNE_ENV, scripts/gpu/sweep.py): RMSNORM_CONFIG
-// = "kind,vpt,tx,ty,rpt,cs" forces choose_config's choice on every call
-// (0 / -1 fields: the rule's). The shipped build has no such override.
-struct Forced {
-  int kind = -1, vpt = 0, tx = 0, ty = 0, rpt = 0, cs = 0;
-};
-Forced forced_config() {
-  Forced f;
-  const char* e = std::getenv("RMSNORM_CONFIG");
-  if (e && *e) std::sscanf(e, "%d,%d,%d,%d,%d,%d", &f.kind, &f.vpt, &f.tx, &f.ty, &f.rpt, &f.cs);
-  return f;
-}
-#endif
-
 template <typename T, bool FUSED>
 void run(rmsnorm::Params<T> p, bool aligned) {
   // See benchmarks/NOTES.md: the grid is capped at this many device-fulls of
   // resident blocks; the grid-stride loop covers the remaining rows.
   constexpr int kMaxWaves = 0;
   auto resident = [](int kind, int vpt, int threads) { return resident_blocks<T, FUSED>(kind, vpt, threads); };
-#ifdef RMSNORM_TUNE_ENV
-  const Forced f = forced_config();
-  auto cfg = rmsnorm::choose_config(p.rows, p.hidden, (int)sizeof(T), aligned, resident, kMaxWaves, f.vpt, f.tx,
-                                    f.ty, FUSED, f.kind, f.rpt, f.cs, clusters_supported());
-#else
   auto cfg = rmsnorm::choose_config(p.rows, p.hidden, (int)sizeof(T), aligned, resident, kMaxWaves, 0, 0, 0, FUSED,
                                     -1, 0, 0, clusters_supported());
-#endif
   // rows_async's L1/shared split is left to the driver, which sizes it for
   // the launch's occupancy: forcing the largest shared memory cost ~0.5 us
   // per call on the H200 and gained nothing (benchmarks/NOTES.md, version 3).

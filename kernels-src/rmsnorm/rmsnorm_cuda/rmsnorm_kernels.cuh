@@ -1,5 +1,5 @@
-// RMSNorm and fused residual-add RMSNorm kernels. Torch-free so that the
-// standalone tuner (benchmarks/tune/) can include it unchanged.
+// RMSNorm and fused residual-add RMSNorm kernels. Torch-free: the launch-rule tests
+// compile choose_config on the host (tests/integration/test_rmsnorm_rule.py).
 //
 //   out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * weight
 //   fused:  s = x + residual (rounded to T);  residual_out = s;  out = rmsnorm(s)
@@ -31,192 +31,6 @@
 
 #include <cstdint>
 #include <type_traits>
-
-// Compile-time knobs, for the tuner's experiments (benchmarks/tune); the
-// defaults are what the extension ships.
-#ifndef RMSNORM_W_IN_REGS_MAX
-#define RMSNORM_W_IN_REGS_MAX 4  // hold the weight in registers up to this VPT
-#endif
-// Cache policy of x loads: 1 streaming (.cs, evict-first), 0 the read-only path.
-// 0 since issue 19 (H200: 262144x128 36.1 -> 34.0 us, decode batches ~0.1 us
-// faster, the rest level; NOTES.md, version 4).
-#ifndef RMSNORM_LOAD_CS
-#define RMSNORM_LOAD_CS 0
-#endif
-// Cache policy of out stores: 0 default (what F.rms_norm and torch.compile's
-// kernels do), 1 streaming (.cs, evict-first: the output
-// leaves the L2 early, ~0.9 us slower at 8192x4096 on the H200), 2 default
-// with an L2 evict_last policy (faster still, but only because more of the
-// output is still in the L2 when the timed call ends: not shipped; NOTES.md).
-#ifndef RMSNORM_STORE_CS
-#define RMSNORM_STORE_CS 0
-#endif
-// rows_async's cp.async: 1 with an L2 evict_first policy (x is dead once read).
-#ifndef RMSNORM_CP_POLICY
-#define RMSNORM_CP_POLICY 0
-#endif
-// When choose_config takes rows_async over rows_reg where both fit:
-// RMSNORM_ASYNC 0 never, 1 always, 2 by the measured rule in async_by_rule.
-#ifndef RMSNORM_ASYNC
-#define RMSNORM_ASYNC 2
-#endif
-// RMSNORM_REG_STREAM16: in async_by_rule, 16-bit rows of 256-512 vectors (hidden 2048-4096) keep
-// rows_reg at every batch (both ops), where rows_async was taken from 2^19 (plain) and 2^21 (fused)
-// vectors of input by the rule measured in version 3, before rows_reg's one-step form, 32-bit
-// offsets and bf16's bit-cast unpack. H200 (2026-12-03 seventh session: sweeps rmsnorm-big and
-// rmsnorm-big16 in call 2, rmsnorm-big2 in call 4, each with torch.compile timed in the same
-// process), bf16, rows_async -> rows_reg<4>, us: fused 4096x4096 36.61 -> 33.98 (torch.compile
-// 36.18), fused 8192x4096 68.42 -> 67.01, 1024x4096 8.67 -> 8.16, 2048x4096 12.16 -> 11.87, 4096x4096
-// 19.52 -> 18.85, 4096x2048 12.26 -> 11.84, 8192x2048 19.66 -> 18.90, 4096x3072 17.04 -> 15.33,
-// 8192x3072 26.58 -> 25.89; float16 alike; level (within 0.3 %) at 16384 rows of 2048-4096.
-// Recorded in call 5 (smoke 658/658, 2 seeds; NOTES.md "Version 10"). 0: the version 3 rule.
-#ifndef RMSNORM_REG_STREAM16
-#define RMSNORM_REG_STREAM16 1
-#endif
-// rows_async: prefetch the weight into L1 while the row is in flight, so the
-// weight loads after the row sum hit L1 instead of waiting on L2.
-#ifndef RMSNORM_ASYNC_W_PREFETCH
-#define RMSNORM_ASYNC_W_PREFETCH 0
-#endif
-// rows_async: load the weight into registers before the row sum's barrier
-// (its latency overlaps the barrier) rather than after it.
-#ifndef RMSNORM_ASYNC_W_EARLY
-#define RMSNORM_ASYNC_W_EARLY 0
-#endif
-// rows_async: the L2 prefetch size of each cp.async (0: none, or 64/128/256 bytes).
-#ifndef RMSNORM_CP_L2PF
-#define RMSNORM_CP_L2PF 0
-#endif
-// rows_async: the most threads per block (128: one row of 4096 bf16 per block;
-// 256 lets the tuner try two rows per block).
-#ifndef RMSNORM_ASYNC_MAX_THREADS
-#define RMSNORM_ASYNC_MAX_THREADS 128
-#endif
-// The row sum's dependency chains (an experiment, NOTES.md "Version 5 plan"):
-// 0 one accumulator per thread (ss += x * x, element after element) and the
-// block's per-warp partials added in a runtime-length loop; K > 1 (a power of
-// two) K independent accumulators added as a tree, and the partials read in
-// one unrolled, predicated batch and added as a tree. Only the summation order
-// changes.
-#ifndef RMSNORM_TREE_SUM
-#define RMSNORM_TREE_SUM 0
-#endif
-// rows_reg and rows_small without their row loop and with 32-bit offsets
-// wherever the grid covers every row and the offsets fit (NOTES.md, version 5:
-// the x loads waited on the loop's exit test and 64-bit offset arithmetic;
-// named for the decode launch where it was measured first: H200, bf16, graph
-// replay 1x4096 1.89 -> 1.65 us, 8192x4096 35.5 -> 34.7, rows_reg only).
-// 1 (shipped since the fifth session's H200 smoke, 873/873 with 3 seeds, and
-// records: scripts/gpu/v5_record_h200.sh, v5_record3_h200.sh), except where
-// the one-step form spills (reg_one_step_fits); 0: the loop form everywhere.
-#ifndef RMSNORM_DECODE_I32
-#define RMSNORM_DECODE_I32 1
-#endif
-// Decode batches (up to 64 rows) of 16-bit rows of 513-1024 vectors (hidden
-// 7168, 8192) at two vectors per thread, 448-512 threads, instead of four (an
-// experiment: sweep rmsnorm-wide2, fifth session's call 2, H200 bf16, graph
-// replay 1x8192 2.40 -> 2.18 us, 64x8192 2.71 -> 2.45, 64x7168 2.44 -> 2.38,
-// against a rule figure taken with the spilling one-step form). 1 (shipped) since
-// 2026-12-02's call 1 (scripts/gpu/v6_explore_h200.sh): smoke 586/586 with 2
-// seeds; beside the shipped build, graph replay 64x7168 2.75 -> 2.41 us, 1x8192
-// 2.50 -> 2.18, 64x8192 2.78 -> 2.47 (torch.compile 2.56, 2.03, 2.28). 0: four vectors.
-#ifndef RMSNORM_WIDE_DECODE2
-#define RMSNORM_WIDE_DECODE2 1
-#endif
-// bf16's rows_reg with the row's packed registers opaque after the row sum
-// (an empty asm with the 4 x VPT registers as in-out operands; an experiment):
-// bf16's unpack is a shift or a mask, so ptxas keeps the unpacked floats live
-// across the reduction instead of the packed pairs and spills at 4 and 8
-// vectors one step (28 and 40 bytes under the 64-register cap); with this, 64
-// and 56 registers and no spill (ptxas, sm_90, nvcc 13.0; 2 vectors 60 -> 52),
-// so reg_one_step_fits lets bf16 take the one-step form everywhere, as float16
-// does (float16 2048x7168 17.1 us one step against bf16's 18.4 in the loop
-// form). 1 (shipped) since 2026-12-02's call 1 (scripts/gpu/v6_explore_h200.sh):
-// smoke 586/586 with 2 seeds; beside the shipped build the prediction failed at
-// 2048x7168 (18.66 -> 18.93 us) but held at 2048x16384 (38.54 -> 37.26), decode
-// graph replay 64x16384 3.49 -> 3.13; and with it choose_config keeps 16-bit
-// rows past 512 vectors in registers (reg_wide16; sweep rmsnorm-opq). float16 and
-// float32 kernels are unchanged either way. 0: the packed row is not opaque.
-#ifndef RMSNORM_OPAQUE_ROW
-#define RMSNORM_OPAQUE_ROW 1
-#endif
-// rows_reg's __launch_bounds__: 512 threads, and a minimum number
-// of resident blocks per SM (caps registers). Default: rms_norm's at 2 blocks of
-// 512 (64 registers: 2048x16384 41.0 -> 37.9 us, 4096x8192 37.3 -> 36.4 on the
-// H200; NOTES.md, version 4); the fused kernel's 101 registers uncapped (the
-// cap spills: fused 1x4096 6.1 -> 6.6 us).
-// RMSNORM_BF16_REG56: bf16's one-step plain rows_reg at 4 vectors per thread bounded as if
-// for 576 threads, which holds it within 56 registers (64 without it before RMSNORM_BF16_BITCVT;
-// ptxas, sm_90, nvcc 13.0: no spill; float16's twin uses 56 uncapped): at 224-thread blocks
-// (hidden 7168) 5 resident blocks per multiprocessor instead of 4. H200, bf16 (2026-12-02,
-// v7_explore_h200.sh): 2048x7168 19.12 -> 17.97 us, 8192x7168 59.1 -> 58.2, 1024x3072
-// 8.32 -> 7.90; predicted ~17.1 at 2048x7168 (float16's figure). With BITCVT the uncapped
-// allocation fits 56 too; the bound keeps it so. Every other kernel keeps its bound.
-#ifndef RMSNORM_BF16_REG56
-#define RMSNORM_BF16_REG56 1
-#endif
-// RMSNORM_DECODE_ONE: batches of 16-bit rows of 256-1024 vectors (hidden 2048-8192) that fit
-// in one wave of one-row blocks, launched as rows_one, one vector per thread (the shape of
-// torch.compile's kernel at decode), instead of rows_reg at two or four vectors per thread
-// (one_shape below; NOTES.md "Version 8"). 1 (shipped) since 2026-12-02's third session, call 3
-// (scripts/gpu/v9_final_h200.sh: smoke 598/598 with 2 seeds; H200 bf16 graph replay 1-128x4096
-// 0.10-0.17 us faster than rows_reg in call 2, 64x8192 2.46 -> 2.37). 0: rows_reg.
-#ifndef RMSNORM_DECODE_ONE
-#define RMSNORM_DECODE_ONE 1
-#endif
-// RMSNORM_NARROW_ONE: 16-bit rows of 65-255 vectors (hidden 520-2040: Qwen2's 896 and 1536)
-// by the rows of 256-1024's rules: rows_one within one wave, and past it rows_reg, never rows_async.
-// Sweep rmsnorm-more (2026-12-07, thirteenth session, an H100, bf16, torch.compile in the same
-// process; NOTES.md "2026-12-07 (thirteenth session)"): 16384x896 20.70 -> 19.54 us (rows_async ->
-// rows_reg; torch.compile 19.55), 64x896 under graph replay 1.68 -> 1.65 (1.58), 1x896 1.76 -> 1.48
-// (1.47), 1x1536 1.86 -> 1.50 (1.66), 64x1536 1.97 -> 1.70 (1.84). 0: the rules before.
-#ifndef RMSNORM_NARROW_ONE
-#define RMSNORM_NARROW_ONE 1
-#endif
-// RMSNORM_WIDE_VPT4: 16-bit rows of 1025-1536 vectors (hidden 8200-12288) in batches from 2048 rows
-// at four vectors per thread (384 threads for 12288), where rows of up to 2048 vectors took eight
-// (measured at 2048x16384; the same sweep: 2048x12288 33.78 -> 32.32 us against torch.compile's
-// 32.96, 16384x12288 265.06 -> 263.10 against 263.23). 0: eight from 1025 vectors.
-#ifndef RMSNORM_WIDE_VPT4
-#define RMSNORM_WIDE_VPT4 1
-#endif
-// RMSNORM_HEAD: per-head rows (8, 16 or 32 vectors: hidden 64 and 128, Qwen3's q/k norms) of
-// the plain op in batches from 16384 rows launched as rows_head (kind 9: rows_small with the
-// row's vectors and the block's threads compile-time; head_by_rule below) instead of rows_small's
-// runtime form. 1 (shipped) since the 2026-12-02 fourth session (sweeps rmsnorm-head(32), H200: bf16
-// 65536x128 11.90 -> 11.36 us, 262144x128 34.19 -> 33.76; float32 262144x128 66.30 -> 64.62;
-// NOTES.md "Version 9"). 0: rows_small everywhere, as recorded before. Tuning builds compile
-// every kind-9 shape (scripts/gpu/sweep.py forces them); shipped builds the rule's two.
-#ifndef RMSNORM_HEAD
-#define RMSNORM_HEAD 1
-#endif
-// RMSNORM_ONE_STATIC: rows_one with the row's vector count compiled in for rows of 256, 512 and
-// 1024 vectors (16-bit hidden 2048, 4096, 8192; one thread per vector, so every lane is on), where
-// the runtime form divides the hidden size, predicates the loads, computes the warp count's power
-// of two and branches around each of the cross-warp shuffles (bf16 fused: 200 -> 151 SASS
-// instructions, the first load 34 -> 20). 1 (shipped) since 2026-12-06's tenth session: one H100
-// call, both builds side by side, bf16 decode under graph replay 0.08-0.21 us faster (fused 64x4096
-// 2.19 -> 1.98 us), at or under torch.compile's fastest compile at all 10 decode cases of 4096
-// against 6, and 3-seed smoke 981/981 (NOTES.md "Version 13"). 0: the runtime form everywhere, as
-// recorded on the H200.
-#ifndef RMSNORM_ONE_STATIC
-#define RMSNORM_ONE_STATIC 1
-#endif
-#if defined(RMSNORM_TUNE_ENV) || RMSNORM_HEAD
-#define RMSNORM_HEAD_KERNELS 1
-#else
-#define RMSNORM_HEAD_KERNELS 0
-#endif
-#ifdef RMSNORM_MIN_BLOCKS
-#define RMSNORM_REG_BOUNDS __launch_bounds__(512, RMSNORM_MIN_BLOCKS)
-#else
-#define RMSNORM_REG_BOUNDS                                                                              \
-  __launch_bounds__(RMSNORM_BF16_REG56 && !FUSED && !LOOP && VPT == 4 &&                                \
-                            std::is_same<T, __nv_bfloat16>::value                                       \
-                        ? 576                                                                           \
-                        : 512,                                                                          \
-                    FUSED ? 1 : 2)
-#endif
 
 namespace rmsnorm {
 
@@ -254,17 +68,10 @@ __device__ __forceinline__ void unpack(const Vec16<T>& v, float (&f)[16 / sizeof
 #pragma unroll
   for (int j = 0; j < Vec16<T>::N; ++j) f[j] = Cvt<T>::f(e[j]);
 }
-// RMSNORM_BF16_BITCVT: bf16 unpacked from each 32-bit word with one shift (low element) and
-// one mask (high element), exact as the conversion is, where __bfloat162float per element
-// compiled to PRMT+IMAD/SHF pairs: 52 of the 54 bf16 kernels up to 17 % fewer instructions
-// (the one-step rows_reg<4> 576 -> 512, float16's twin 520), two spills gone. H200, bf16 (2026-12-02,
-// v7_record_h200.sh beside the REG56 build): 2048x7168 17.98 -> 17.63 us, 1024x3072
-// 8.00 -> 7.52, 4096x8192 34.61 -> 34.02, graph replay equal or faster at all 16 decode
-// cases; predicted ~17.3 at 2048x7168. float16 and float32 compile unchanged. 0: the intrinsic.
-#ifndef RMSNORM_BF16_BITCVT
-#define RMSNORM_BF16_BITCVT 1
-#endif
-#if RMSNORM_BF16_BITCVT
+// bf16 unpacked from each 32-bit word with one shift (low element) and one mask (high
+// element), exact as the conversion is, where __bfloat162float per element compiled to
+// PRMT+IMAD/SHF pairs: up to 17 % fewer instructions in 52 of the 54 bf16 kernels, two
+// spills gone (H200 2048x7168 17.98 -> 17.63 us).
 template <>
 __device__ __forceinline__ void unpack<__nv_bfloat16>(const Vec16<__nv_bfloat16>& v, float (&f)[8]) {
   const uint32_t w[4] = {v.u.x, v.u.y, v.u.z, v.u.w};
@@ -274,7 +81,6 @@ __device__ __forceinline__ void unpack<__nv_bfloat16>(const Vec16<__nv_bfloat16>
     f[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
   }
 }
-#endif
 template <typename T>
 __device__ __forceinline__ Vec16<T> pack(const float (&f)[16 / sizeof(T)]) {
   Vec16<T> v;
@@ -299,32 +105,19 @@ struct Params {
   float inv_hidden;  // 1 / hidden, from the host: no division (and its slow path) in the kernels
 };
 
-// x is read once: streaming loads keep it from pushing the weight out of
-// L1/L2. out is stored with the default policy (RMSNORM_STORE_CS above).
+// x through the read-only path (ld.global.nc): streaming loads (.cs) were slower
+// (H200: 262144x128 36.1 -> 34.0 us with the read-only path, decode ~0.1 us faster).
 template <typename T>
 __device__ __forceinline__ Vec16<T> load_stream(const T* p) {
   Vec16<T> v;
-#if RMSNORM_LOAD_CS == 2
-  v.u = *reinterpret_cast<const uint4*>(p);  // ld.global, not the read-only path
-#elif RMSNORM_LOAD_CS
-  v.u = __ldcs(reinterpret_cast<const uint4*>(p));
-#else
   v.u = __ldg(reinterpret_cast<const uint4*>(p));
-#endif
   return v;
 }
-// RMSNORM_W_NC 1: the weight through the read-only path (ld.global.nc), 0: ld.global.
-#ifndef RMSNORM_W_NC
-#define RMSNORM_W_NC 1
-#endif
+// The weight through the read-only path too.
 template <typename T>
 __device__ __forceinline__ Vec16<T> load_ro(const T* p) {
   Vec16<T> v;
-#if RMSNORM_W_NC
   v.u = __ldg(reinterpret_cast<const uint4*>(p));
-#else
-  v.u = *reinterpret_cast<const uint4*>(p);
-#endif
   return v;
 }
 template <typename T>
@@ -333,19 +126,11 @@ __device__ __forceinline__ Vec16<T> load_plain(const T* p) {
   v.u = *reinterpret_cast<const uint4*>(p);
   return v;
 }
+// out with the default policy, as F.rms_norm's and torch.compile's kernels store it
+// (streaming stores left the L2 early: ~0.9 us slower at 8192x4096 on the H200).
 template <typename T>
 __device__ __forceinline__ void store_out(T* p, const Vec16<T>& v) {
-#if RMSNORM_STORE_CS == 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "r"(v.u.x), "r"(v.u.y),
-               "r"(v.u.z), "r"(v.u.w), "l"(pol)
-               : "memory");
-#elif RMSNORM_STORE_CS == 1
-  __stcs(reinterpret_cast<uint4*>(p), v.u);
-#else
   *reinterpret_cast<uint4*>(p) = v.u;
-#endif
 }
 
 // The sum of K (a power of two) floats as a tree: log2(K) dependent adds. One
@@ -370,23 +155,6 @@ __device__ __forceinline__ float tree_sum(float (&v)[K]) {
   return Tree<K>::sum(v);
 }
 
-// Accumulators for sums of squares: K = RMSNORM_TREE_SUM independent chains
-// (one when 0). With one, add_squares is exactly `ss += f[j] * f[j]` in order.
-constexpr int kSumChains = RMSNORM_TREE_SUM > 1 ? RMSNORM_TREE_SUM : 1;
-struct SquareSum {
-  float acc[kSumChains];
-  __device__ __forceinline__ SquareSum() {
-#pragma unroll
-    for (int k = 0; k < kSumChains; ++k) acc[k] = 0.f;
-  }
-  template <int N>
-  __device__ __forceinline__ void add(const float (&f)[N]) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) acc[j % kSumChains] += f[j] * f[j];
-  }
-  __device__ __forceinline__ float total() { return tree_sum(acc); }
-};
-
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -404,33 +172,29 @@ __device__ __forceinline__ float group_sum(float v, int tx, int ty, int TX, floa
   float* buf = red + parity * 32;
   if ((tx & 31) == 0) buf[ty * wpr + (tx >> 5)] = v;
   __syncthreads();
-#if RMSNORM_TREE_SUM
-  // wpr <= 32 (rows_loop's 1024 threads; a bound of 16 dropped half of those
-  // rows' partials: smoke caught it at hidden 65536): every load issued before
-  // the first add.
-  float part[32];
-#pragma unroll
-  for (int i = 0; i < 32; ++i) part[i] = i < wpr ? buf[ty * wpr + i] : 0.f;
-  return tree_sum(part);
-#else
   float s = 0.f;
   for (int i = 0; i < wpr; ++i) s += buf[ty * wpr + i];
   return s;
-#endif
 }
 
 // blockDim = (TX, TY). VPT 16-byte vectors per thread; requires
 // hidden % N == 0, 16-byte aligned rows, and hidden / N <= VPT * TX.
 // The weight is held in registers across rows when VPT <= 4 (it costs as many
 // registers as the row itself); at VPT 8 it is re-read per row through L1.
-// I, LOOP (RMSNORM_DECODE_I32's experiment; defaults: int64_t, true): the
-// offsets' type, and whether blocks stride over rows (false: the grid holds
-// one block per TY rows, so no row loop and no early-exit test before the loads).
+// I, LOOP (defaults: int64_t, true): the offsets' type, and whether blocks stride
+// over rows (false: the grid holds one block per TY rows, so no row loop and no
+// early-exit test before the loads; the decode launch, H200 bf16 graph replay 1x4096
+// 1.89 -> 1.65 us).
+// Bounds: 512 threads and 2 resident blocks per multiprocessor (64 registers:
+// 2048x16384 41.0 -> 37.9 us on the H200); bf16's one-step form at 4 vectors bounded
+// as for 576 threads (56 registers, 5 blocks of 224 threads at hidden 7168: 2048x7168
+// 19.12 -> 17.97 us); the fused kernels 1 block (the cap spills: fused 1x4096 6.1 -> 6.6).
 template <typename T, int VPT, bool FUSED, typename I = int64_t, bool LOOP = true>
-__global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
+__global__ void __launch_bounds__(!FUSED && !LOOP && VPT == 4 && std::is_same<T, __nv_bfloat16>::value ? 576 : 512,
+                                  FUSED ? 1 : 2) rows_reg(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
-  constexpr bool W_IN_REGS = VPT <= RMSNORM_W_IN_REGS_MAX;
+  constexpr bool W_IN_REGS = VPT <= 4;  // the weight in registers up to 4 vectors
   __shared__ float red[64];
   const int TX = blockDim.x, tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
   const int nvec = p.hidden / N;
@@ -478,29 +242,30 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
         }
       }
     }
-    SquareSum sq;
+    float sq = 0.f;
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int c = i * TX + tx;
       if (live && c < nvec) {
         float f[N];
         unpack(a[i], f);
-        sq.add(f);
+#pragma unroll
+        for (int j = 0; j < N; ++j) sq += f[j] * f[j];
       }
     }
-    const float ss = group_sum(sq.total(), tx, ty, TX, red, parity);
+    const float ss = group_sum(sq, tx, ty, TX, red, parity);
     parity ^= 1;
     const float inv = rsqrtf(ss * inv_h + p.eps);
-#if RMSNORM_OPAQUE_ROW
-    // The row's packed registers made opaque at the barrier: ptxas can no longer
-    // keep bf16's unpacked floats (two registers per pair) alive across it, and
-    // unpacks again after it (RMSNORM_OPAQUE_ROW's comment above).
+    // bf16: the row's packed registers made opaque after the row sum. bf16's unpack is a
+    // shift or a mask, so ptxas would keep the unpacked floats (two registers per pair) live
+    // across the reduction and spill at 4 and 8 vectors (28 and 40 bytes under the 64-register
+    // cap); opaque, it unpacks again after it: 64 and 56 registers, no spill, and bf16 takes the
+    // one-step form everywhere (2048x16384 38.54 -> 37.26 us, decode 64x16384 3.49 -> 3.13).
     if constexpr (std::is_same<T, __nv_bfloat16>::value) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i)
         asm volatile("" : "+r"(a[i].u.x), "+r"(a[i].u.y), "+r"(a[i].u.z), "+r"(a[i].u.w));
     }
-#endif
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int c = i * TX + tx;
@@ -530,8 +295,8 @@ __global__ void RMSNORM_REG_BOUNDS rows_reg(Params<T> p) {
 // one per lane and added by shuffles (log2 of the warp count), where
 // group_sum adds them one after another in a runtime-length loop. I: the
 // offsets' type (int32_t where they fit).
-// NVEC: the row's vector count, compile-time (RMSNORM_ONE_STATIC, launched with NVEC threads: a
-// power-of-two count of whole warps), or 0 (runtime).
+// NVEC: the row's vector count, compile-time (launched with NVEC threads: a power-of-two
+// count of whole warps), or 0 (runtime).
 template <typename T, bool FUSED, typename I, int NVEC = 0>
 __global__ void __launch_bounds__(1024) rows_one(Params<T> p) {
   static_assert(NVEC == 0 || (NVEC % 32 == 0 && (NVEC & (NVEC - 1)) == 0), "whole warps, a power of two");
@@ -594,19 +359,7 @@ __global__ void __launch_bounds__(1024) rows_one(Params<T> p) {
 __device__ __forceinline__ void copy16_async(uint4* smem, const void* gmem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-#if RMSNORM_CP_L2PF == 64
-  asm volatile("cp.async.cg.shared.global.L2::64B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-#elif RMSNORM_CP_L2PF == 128
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-#elif RMSNORM_CP_L2PF == 256
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-#elif RMSNORM_CP_POLICY == 1
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "l"(pol));
-#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-#endif
 #else
   *smem = *reinterpret_cast<const uint4*>(gmem);
 #endif
@@ -705,7 +458,7 @@ __device__ __forceinline__ void staged_row_store(const Params<T>& p, const uint4
 // vectors it copied itself, so waiting for its own copies is enough; the one
 // barrier is the row sum's.
 template <typename T, int VPT, bool FUSED>
-__global__ void __launch_bounds__(RMSNORM_ASYNC_MAX_THREADS) rows_async(Params<T> p) {
+__global__ void __launch_bounds__(128) rows_async(Params<T> p) {
   using V = Vec16<T>;
   constexpr int N = V::N;
   extern __shared__ uint4 stage[];
@@ -717,25 +470,11 @@ __global__ void __launch_bounds__(RMSNORM_ASYNC_MAX_THREADS) rows_async(Params<T
   uint4* xs = stage + (size_t)ty * nvec * (FUSED ? 2 : 1);
   uint4* rs = xs + nvec;  // fused only
   if (live) stage_row_async<T, VPT, FUSED>(p, xs, rs, row, tx, TX);
-#if RMSNORM_ASYNC_W_PREFETCH && defined(__CUDA_ARCH__)
-#pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    const int c = i * TX + tx;
-    if (c < nvec) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p.weight + (int64_t)c * N));
-  }
-#endif
   copy16_wait_all();
   float ss = live ? staged_row_sumsq<T, VPT, FUSED>(p, xs, rs, row, tx, TX) : 0.f;
-#if RMSNORM_ASYNC_W_EARLY
-  V wr[VPT];
-#pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    const int c = i * TX + tx;
-    if (c < nvec) wr[i] = load_ro(p.weight + (int64_t)c * N);
-  }
-#else
+  // The weight is loaded after the row sum (loading it before the barrier, or an L1
+  // prefetch while the row is in flight, gained nothing on the H200).
   const V* wr = nullptr;
-#endif
   ss = group_sum(ss, tx, ty, TX, red, 0);
   const float inv = rsqrtf(ss * p.inv_hidden + p.eps);
   if (live) staged_row_store<T, VPT>(p, xs, row, tx, TX, inv, wr);
@@ -817,7 +556,7 @@ namespace rmsnorm {
 struct Config {
   int kind;   // 0: rows_reg, 1: rows_loop vectorised, 2: rows_loop scalar, 3: rows_async,
               // 6: rows_small, 7: rows_cluster, 8: rows_one, 9: rows_head (rows_small with
-              // compile-time shapes; 4, 5: the tuner's experimental kernels)
+              // compile-time shapes)
   int vpt;    // rows_reg, rows_async, rows_small, rows_cluster: vectors per thread
   int tx;     // threads per row (rows_small: lanes per row; rows_cluster: threads per block)
   int ty;     // rows per block (rows_small: row groups per block)
@@ -845,13 +584,14 @@ inline int log2_ceil(int v) {
 // of input rows for rms_norm (1024 x 4096: 9.3 against 9.7 us; 512 x 4096
 // and 1024 x 2048 are 0.1-0.4 us slower), from 32 MiB for fused (its staging
 // buffer is twice as large, 13 blocks per multiprocessor instead of 16).
-// RMSNORM_REG_STREAM16 (above): never for 16-bit rows of 256-512 vectors.
+// Never for 16-bit rows of 65-512 vectors (hidden 520-4096), which stay in registers at
+// every batch since rows_reg's one-step form (H200 bf16, rows_async -> rows_reg<4>: fused
+// 4096x4096 36.61 -> 33.98 us, 4096x3072 17.04 -> 15.33; an H100, 16384x896 20.70 -> 19.54).
 inline bool async_by_rule(int64_t rows, int nvec, bool fused, int elem_size) {
-  if (RMSNORM_ASYNC != 2) return RMSNORM_ASYNC == 1;
   const int64_t vectors = rows * (int64_t)nvec;
-  if (RMSNORM_REG_STREAM16 && elem_size == 2 && nvec >= 256 && nvec <= 512)
+  if (elem_size == 2 && nvec >= 256 && nvec <= 512)
     return false;
-  if (RMSNORM_NARROW_ONE && elem_size == 2 && nvec > 64 && nvec < 256) return false;  // rows_reg
+  if (elem_size == 2 && nvec > 64 && nvec < 256) return false;  // rows_reg
   return vectors >= (fused ? (int64_t(1) << 21) : (int64_t(1) << 19));
 }
 
@@ -878,7 +618,7 @@ inline Config small_config(int64_t rows, int nvec, int force_vpt, int force_tx, 
   c.vpt = force_vpt ? force_vpt : (nvec <= 32 ? 1 : 2);
   if (c.vpt != 1 && c.vpt != 2 && c.vpt != 4) c.vpt = 2;
   c.rpt = force_rpt ? force_rpt : (c.vpt == 1 ? 2 : 1);
-  // At most 8 vectors in flight per lane (2 x 4 and 4 x 2 only when forced: the tuner's).
+  // At most 8 vectors in flight per lane (2 x 4 and 4 x 2 only when a tuning build forces them).
   if (c.vpt * c.rpt > 8 || (c.rpt != 1 && c.rpt != 2 && c.rpt != 4)) c.rpt = 1;
   int tpr = 1 << log2_ceil((nvec + c.vpt - 1) / c.vpt);
   if (force_tx && (force_tx & (force_tx - 1)) == 0 && force_tx * c.vpt >= nvec) tpr = force_tx;
@@ -912,7 +652,7 @@ inline Config head_config(int64_t rows, int nvec, int vpt, int rpt, int threads)
   return c;
 }
 
-// rows_head by rule (RMSNORM_HEAD): the plain op's per-head rows (hidden 64, 128) from 16384 rows
+// rows_head by rule: the plain op's per-head rows (hidden 64, 128) from 16384 rows
 // (at 2048x128 every kind-9 shape was level with rows_small or slower under graph replay). From
 // 65536 rows of 16 or 32 vectors whose input is at most 40 MiB: two vectors per lane, four rows
 // per row group, 64-thread blocks (8 vectors in flight per lane; torch.compile's per-head shape);
@@ -926,23 +666,23 @@ inline Config head_config(int64_t rows, int nvec, int vpt, int rpt, int threads)
 // 8-vector rows (bf16 65536x64: 8.21); the 40 MiB bound lies between the measured 36 and 64 MiB.
 // Head widths 64 and 128 only, as measured (16-bit rows of 256 are 32 vectors too: not swept).
 inline bool head_by_rule(int64_t rows, int hidden, int nvec, bool fused) {
-  return RMSNORM_HEAD && !fused && (hidden == 64 || hidden == 128) && head_shape(nvec) && rows >= 16384;
+  return !fused && (hidden == 64 || hidden == 128) && head_shape(nvec) && rows >= 16384;
 }
 inline Config head_rule_config(int64_t rows, int nvec) {
   const bool deep = nvec >= 16 && rows >= 65536 && rows * (int64_t)nvec * 16 <= (int64_t(40) << 20);
   return deep ? head_config(rows, nvec, 2, 4, 64) : head_config(rows, nvec, 1, 2, 128);
 }
 
-// rows_one by rule (RMSNORM_DECODE_ONE): 16-bit rows of 256-1024 vectors whose blocks (one per
+// rows_one by rule: 16-bit rows of 65-1024 vectors whose blocks (one per
 // row) all fit on the device at once, `resident` being how many do (one wave). H200, bf16, sweep
 // rmsnorm-one (2026-12-02 third session): ahead of rows_reg at 1-128 rows of 4096 (graph replay
 // 0.1-0.17 us), 512 rows (6.66 against 6.91 us; fused 8.43 against 8.54), decode rows of 7168 and
 // 8192 (64x8192 5.60 | 2.34 against 6.02 | 2.46), 1024x2048 (6.43 against 6.66: 1024 of 1056
 // resident blocks); behind past one wave (1024x3072, 1.5 waves: 7.71 against 7.36) and level at
-// two (fused 1024x4096).
+// two (fused 1024x4096). Rows of 65-255 vectors (Qwen2's 896 and 1536) alike (an H100, graph
+// replay: 1x896 1.76 -> 1.48 us, 1x1536 1.86 -> 1.50, 64x1536 1.97 -> 1.70).
 inline bool one_shape(int64_t rows, int nvec, int elem_size) {
-  return RMSNORM_DECODE_ONE && elem_size == 2 && nvec >= (RMSNORM_NARROW_ONE ? 65 : 256) && nvec <= 1024 &&
-         rows >= 1 && rows <= 4096;
+  return elem_size == 2 && nvec >= 65 && nvec <= 1024 && rows >= 1 && rows <= 4096;
 }
 
 inline Config one_config(int64_t rows, int nvec) {
@@ -972,7 +712,7 @@ inline Config cluster_config(int64_t rows, int nvec, int cs, int force_vpt) {
 // `resident_blocks(threads)`: how many blocks of that size fit on the whole
 // device at once (multiprocessors * blocks per multiprocessor).
 // `max_waves` caps the grid at that many device-fulls of blocks; the grid-stride
-// loop does the remaining rows (0: no cap). force_*: the tuner's overrides
+// loop does the remaining rows (0: no cap). force_*: a tuning build's overrides
 // (0 / -1: the rule's choice). `cluster_ok`: the device runs thread-block
 // clusters (compute capability 9.0 or newer).
 template <typename ResidentFn>
@@ -987,13 +727,12 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
     const int cs = force_kind == 7 ? (force_cs ? force_cs : 4) : cluster_by_rule(rows, nvec, elem_size);
     if (cs > 0 && (nvec + cs - 1) / cs <= 1024) return cluster_config(rows, nvec, cs, force_kind == 7 ? force_vpt : 0);
   }
-  if (RMSNORM_HEAD_KERNELS && force_kind == 9 && head_shape(nvec))
-    return head_config(rows, nvec, force_vpt, force_rpt, force_cs);
-  if (RMSNORM_HEAD_KERNELS && force_kind < 0 && head_by_rule(rows, hidden, nvec, fused)) return head_rule_config(rows, nvec);
+  if (force_kind == 9 && head_shape(nvec)) return head_config(rows, nvec, force_vpt, force_rpt, force_cs);
+  if (force_kind < 0 && head_by_rule(rows, hidden, nvec, fused)) return head_rule_config(rows, nvec);
   if (nvec > 0 && ((force_kind == 6 && nvec <= 128) || (force_kind < 0 && nvec <= 64))) {
     c = small_config(rows, nvec, force_kind == 6 ? force_vpt : 0, force_kind == 6 ? force_tx : 0,
                      force_kind == 6 ? force_rpt : 0);
-    // The tuner's persistent-grid experiment: at most force_ty device-fulls of blocks.
+    // A tuning build's persistent grid: at most force_ty device-fulls of blocks.
     if (force_kind == 6 && force_ty > 0) {
       const int64_t cap = (int64_t)force_ty * resident_blocks(6, c.vpt, 256);
       if (cap > 0 && c.grid > cap) c.grid = cap;
@@ -1022,22 +761,22 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // few idle lanes as possible: 3072 bf16 = 384 vectors = 96 threads of
       // 4), ~128 threads per block. These are the defaults the recorded H200
       // run measured; benchmarks/NOTES.md lists what the sweep suggests next.
-      // With RMSNORM_OPAQUE_ROW every 16-bit rows_reg runs one step without a spill.
-      const bool reg_wide16 = RMSNORM_OPAQUE_ROW && elem_size == 2 && !fused;
+      // Every 16-bit rows_reg runs one step without a spill (rows_reg's opaque row).
+      const bool reg_wide16 = elem_size == 2 && !fused;
       int vpt = force_vpt;
       if (vpt == 0) vpt = nvec <= 32 ? 1 : (nvec <= 64 ? 2 : (nvec <= 4096 ? 4 : 8));
-      // 16-bit rows of 1025-2048 vectors in batches from 2048 rows: 8 vectors x 256
-      // threads, once bf16's one-step form fits (RMSNORM_OPAQUE_ROW; sweep rmsnorm-opq,
-      // 2026-12-02 call 1, H200 bf16: 2048x16384 36.8 -> 34.9 us).
-      // RMSNORM_WIDE_VPT4: from 1537 vectors (rows of 1025-1536 keep four: 384 threads at 12288).
-      if (force_vpt == 0 && reg_wide16 && nvec > (RMSNORM_WIDE_VPT4 ? 1536 : 1024) && nvec <= 2048 && rows >= 2048) vpt = 8;
+      // 16-bit rows of 1537-2048 vectors in batches from 2048 rows: 8 vectors x 256
+      // threads (H200 bf16: 2048x16384 36.8 -> 34.9 us); rows of 1025-1536 keep four
+      // (384 threads at 12288; an H100: 2048x12288 33.78 -> 32.32 us against eight).
+      if (force_vpt == 0 && reg_wide16 && nvec > 1536 && nvec <= 2048 && rows >= 2048) vpt = 8;
       // A batch of a few rows is one partial wave: twice the threads per row
       // and half the vectors each finish a row sooner (H200, bf16: 128x4096
       // 5.25 -> 5.06 us, 512x4096 6.37 -> 6.21; at 3072, 192 threads were
       // slower, so only rows of 256 or 512 vectors; NOTES.md, version 3).
-      // RMSNORM_WIDE_DECODE2: decode batches of 16-bit rows of 7168-8192 at two vectors too.
+      // Decode batches of 16-bit rows of 7168-8192 at two vectors too (graph replay 1x8192
+      // 2.50 -> 2.18 us).
       const bool few_rows = (rows <= 512 && (nvec == 256 || nvec == 512)) ||
-                            (RMSNORM_WIDE_DECODE2 && elem_size == 2 && rows <= 64 && nvec > 512 && nvec <= 1024);
+                            (elem_size == 2 && rows <= 64 && nvec > 512 && nvec <= 1024);
       if (force_vpt == 0 && vpt == 4 && few_rows) vpt = 2;
       int tx = force_tx ? force_tx : round_up_32((nvec + vpt - 1) / vpt);
       if (tx < 32) tx = 32;
@@ -1068,7 +807,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
       // 8192x3072 53.3 -> 49.4, 8192x2048 33.9 -> 33.3, fused 8192x4096
       // 146.1 -> 129.6; sweep rmsnorm-fp32, fifth session's call 2).
       // 16-bit rows past 512 vectors in registers at any batch once the one-step form
-      // fits (RMSNORM_OPAQUE_ROW; sweep rmsnorm-opq, 2026-12-02 call 1, H200 bf16:
+      // fits (rows_reg's opaque row; sweep rmsnorm-opq, 2026-12-02 call 1, H200 bf16:
       // 8192x5120 45.0 -> 42.4 us, 8192x7168 61.0 -> 59.3, 4096x8192 36.5 -> 34.7).
       else if (force_kind < 0)
         use_async = async_fits && nvec <= 8 * 128 && async_by_rule(rows, nvec, fused, elem_size) &&
@@ -1078,7 +817,7 @@ inline Config choose_config(int64_t rows, int hidden, int elem_size, bool aligne
         c.vpt = avpt;
         c.tx = atx;
         c.ty = force_ty ? force_ty : (128 / atx > 0 ? 128 / atx : 1);
-        if (c.tx * c.ty > RMSNORM_ASYNC_MAX_THREADS) c.ty = 1;
+        if (c.tx * c.ty > 128) c.ty = 1;  // rows_async's launch bound
         c.smem = async_smem_bytes(hidden, elem_size, c.ty, fused);
         if (c.smem > (size_t(48) << 10)) { c.ty = 1; c.smem = async_smem_bytes(hidden, elem_size, 1, fused); }
       }
@@ -1147,8 +886,7 @@ inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_
   const int l = log2_ceil(c.tx);
   const dim3 grid((unsigned)(c.grid > 0x7fffffff ? 0x7fffffff : (c.grid < 1 ? 1 : c.grid)));
   const dim3 block(256);
-#if RMSNORM_DECODE_I32
-  // The rule's three shapes (the others, which only the tuner forces, keep
+  // The rule's three shapes (the others, which only a tuning build forces, keep
   // the loop form): one step per block when the grid covers every row.
   const int64_t per_block = (int64_t)(256 >> l) * c.rpt;
   if (offsets_fit_i32(p) && (int64_t)grid.x * per_block >= p.rows) {
@@ -1165,7 +903,6 @@ inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_
       return cudaGetLastError();
     }
   }
-#endif
   if (c.vpt == 1) {
     if (c.rpt == 4) rows_small<T, 1, 4, FUSED><<<grid, block, 0, stream>>>(p, l);
     else if (c.rpt == 2) rows_small<T, 1, 2, FUSED><<<grid, block, 0, stream>>>(p, l);
@@ -1181,7 +918,6 @@ inline cudaError_t launch_small(const Params<T>& p, const Config& c, cudaStream_
   return cudaGetLastError();
 }
 
-#if RMSNORM_HEAD_KERNELS
 template <typename T, int NV, int VPT, int RPT, int THREADS>
 inline bool launch_head_as(const Params<T>& p, const Config& c, cudaStream_t stream) {
   if (c.tx * c.vpt != NV || c.vpt != VPT || c.rpt != RPT || c.tx * c.ty != THREADS) return false;
@@ -1190,25 +926,13 @@ inline bool launch_head_as(const Params<T>& p, const Config& c, cudaStream_t str
   return true;
 }
 
-template <typename T, int NV, int VPT, int RPT>
-inline bool launch_head_threads(const Params<T>& p, const Config& c, cudaStream_t stream) {
-  return launch_head_as<T, NV, VPT, RPT, 64>(p, c, stream) || launch_head_as<T, NV, VPT, RPT, 128>(p, c, stream) ||
-         launch_head_as<T, NV, VPT, RPT, 256>(p, c, stream);
-}
-
-// Tuning builds: every shape head_config accepts; shipped builds: the rule's two (head_rule_config).
+// The rule's two shapes (head_rule_config); a tuning build compiles every shape head_config
+// accepts (scripts/gpu/tune/rmsnorm.patch).
 template <typename T, int NV>
 inline bool launch_head_nvec(const Params<T>& p, const Config& c, cudaStream_t stream) {
-#ifdef RMSNORM_TUNE_ENV
-  return launch_head_threads<T, NV, 1, 1>(p, c, stream) || launch_head_threads<T, NV, 1, 2>(p, c, stream) ||
-         launch_head_threads<T, NV, 1, 4>(p, c, stream) || launch_head_threads<T, NV, 1, 8>(p, c, stream) ||
-         launch_head_threads<T, NV, 2, 1>(p, c, stream) || launch_head_threads<T, NV, 2, 2>(p, c, stream) ||
-         launch_head_threads<T, NV, 2, 4>(p, c, stream);
-#else
   if (launch_head_as<T, NV, 1, 2, 128>(p, c, stream)) return true;
   if constexpr (NV >= 16) return launch_head_as<T, NV, 2, 4, 64>(p, c, stream);
   return false;
-#endif
 }
 
 // rows_head: the plain op, one step, 32-bit offsets; anything else (the fused op, offsets
@@ -1224,7 +948,6 @@ inline cudaError_t launch_head(const Params<T>& p, const Config& c, cudaStream_t
   }
   return launch_small<T, FUSED>(p, small_config(p.rows, c.tx * c.vpt, 0, 0, 0), stream);
 }
-#endif
 
 template <typename T, bool FUSED>
 inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStream_t stream) {
@@ -1245,41 +968,17 @@ inline cudaError_t launch_cluster(const Params<T>& p, const Config& c, cudaStrea
   return cudaLaunchKernelEx(&cfg, rows_cluster<T, 4, FUSED>, p, c.slice);
 }
 
-// rows_reg's one-step form (RMSNORM_DECODE_I32) where it fits the register
-// cap: in bf16 at 4 and 8 vectors per thread it spills 28 and 40 bytes under
-// RMSNORM_REG_BOUNDS' 64 registers (ptxas -v, sm_90, nvcc 13.0; the loop form
-// spills none at 4), and the H200 showed it (2048x7168 18.8 -> 23.5 us,
-// 2048x16384 38.2 -> 47.0, 1024x3072 8.4 -> 9.1), where fp16 and fp32 fit in
-// 56 registers and got faster (2048x7168 fp16 19.3 -> 17.1). The fused kernels
-// are uncapped (80 and 116 registers, no spill). False: launch the loop form.
-// RMSNORM_OPAQUE_ROW removes bf16's spill, and with it this exception.
-template <typename T, int VPT, bool FUSED>
-constexpr bool reg_one_step_fits() {
-  return RMSNORM_OPAQUE_ROW || FUSED || VPT <= 2 || !std::is_same<T, __nv_bfloat16>::value;
-}
-
-template <typename T, int VPT, bool FUSED>
-inline bool reg_one_step(const Params<T>& p, dim3 grid, dim3 block, cudaStream_t stream) {
-  if constexpr (reg_one_step_fits<T, VPT, FUSED>()) {
-    rows_reg<T, VPT, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p);
-    return true;
-  } else {
-    return false;
-  }
-}
-
-// `smem`: dynamic shared memory per block, unused by the kernels; the tuner
-// sets it to cap how many blocks share a multiprocessor.
 template <typename T, bool FUSED>
-inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream, size_t smem = 0) {
+inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stream) {
   if (c.kind == 6) return launch_small<T, FUSED>(p, c, stream);
-#if RMSNORM_HEAD_KERNELS
   if (c.kind == 9) return launch_head<T, FUSED>(p, c, stream);
-#endif
   if (c.kind == 7) return launch_cluster<T, FUSED>(p, c, stream);
   if (c.kind == 8) {  // one block per row: c.grid == rows
     const dim3 g1((unsigned)c.grid), b1((unsigned)c.tx);
-#if RMSNORM_ONE_STATIC
+    // The row's vector count compiled in for rows of 256, 512 and 1024 vectors (one thread per
+    // vector, every lane on), where the runtime form divides the hidden size, predicates the
+    // loads and branches around each cross-warp shuffle (bf16 fused: 200 -> 151 SASS
+    // instructions; an H100, graph replay fused 64x4096 2.19 -> 1.98 us).
     if (offsets_fit_i32(p) && c.tx * Vec16<T>::N == p.hidden) {
       switch (c.tx) {
         case 256: rows_one<T, FUSED, int32_t, 256><<<g1, b1, 0, stream>>>(p); return cudaGetLastError();
@@ -1288,33 +987,34 @@ inline cudaError_t launch(const Params<T>& p, const Config& c, cudaStream_t stre
         default: break;  // other widths: the runtime form
       }
     }
-#endif
     if (offsets_fit_i32(p)) rows_one<T, FUSED, int32_t><<<g1, b1, 0, stream>>>(p);
     else rows_one<T, FUSED, int64_t><<<g1, b1, 0, stream>>>(p);
     return cudaGetLastError();
   }
   dim3 block(c.tx, c.ty);
   dim3 grid((unsigned)c.grid);
-#if RMSNORM_DECODE_I32
-  if (c.kind == 0 && smem == 0 && offsets_fit_i32(p) && c.grid * c.ty >= p.rows) {
-    const bool one_step = c.vpt == 1   ? reg_one_step<T, 1, FUSED>(p, grid, block, stream)
-                          : c.vpt == 2 ? reg_one_step<T, 2, FUSED>(p, grid, block, stream)
-                          : c.vpt == 4 ? reg_one_step<T, 4, FUSED>(p, grid, block, stream)
-                                       : reg_one_step<T, 8, FUSED>(p, grid, block, stream);
-    if (one_step) return cudaGetLastError();
+  // rows_reg in one step with 32-bit offsets where the grid covers every row and the
+  // offsets fit; the loop form otherwise.
+  if (c.kind == 0 && offsets_fit_i32(p) && c.grid * c.ty >= p.rows) {
+    switch (c.vpt) {
+      case 1: rows_reg<T, 1, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+      case 2: rows_reg<T, 2, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+      case 4: rows_reg<T, 4, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+      default: rows_reg<T, 8, FUSED, int32_t, false><<<grid, block, 0, stream>>>(p); break;
+    }
+    return cudaGetLastError();
   }
-#endif
   if (c.kind == 0) {
     switch (c.vpt) {
-      case 1: rows_reg<T, 1, FUSED><<<grid, block, smem, stream>>>(p); break;
-      case 2: rows_reg<T, 2, FUSED><<<grid, block, smem, stream>>>(p); break;
-      case 4: rows_reg<T, 4, FUSED><<<grid, block, smem, stream>>>(p); break;
-      default: rows_reg<T, 8, FUSED><<<grid, block, smem, stream>>>(p); break;
+      case 1: rows_reg<T, 1, FUSED><<<grid, block, 0, stream>>>(p); break;
+      case 2: rows_reg<T, 2, FUSED><<<grid, block, 0, stream>>>(p); break;
+      case 4: rows_reg<T, 4, FUSED><<<grid, block, 0, stream>>>(p); break;
+      default: rows_reg<T, 8, FUSED><<<grid, block, 0, stream>>>(p); break;
     }
   } else if (c.kind == 3) {
-    if (c.vpt == 4) rows_async<T, 4, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
-    else if (c.vpt == 8) rows_async<T, 8, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
-    else rows_async<T, 16, FUSED><<<grid, block, c.smem + smem, stream>>>(p);
+    if (c.vpt == 4) rows_async<T, 4, FUSED><<<grid, block, c.smem, stream>>>(p);
+    else if (c.vpt == 8) rows_async<T, 8, FUSED><<<grid, block, c.smem, stream>>>(p);
+    else rows_async<T, 16, FUSED><<<grid, block, c.smem, stream>>>(p);
   } else if (c.kind == 1) {
     rows_loop<T, true, FUSED><<<grid, block, 0, stream>>>(p);
   } else {

@@ -88,17 +88,18 @@ __global__ void __launch_bounds__(256) rows_small(Params<T> p, int tpr_log2) {
 #pragma unroll
     for (int r = 0; r < RPT; ++r) {
       const I row = base + (I)r * groups + group;
-      SquareSum sq;
+      float sq = 0.f;
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int c = i * tpr + lane;
         if (row < (I)p.rows && (NVEC_S != 0 || c < nvec)) {
           float f[N];
           unpack(a[r][i], f);
-          sq.add(f);
+#pragma unroll
+          for (int j = 0; j < N; ++j) sq += f[j] * f[j];
         }
       }
-      ss[r] = sq.total();
+      ss[r] = sq;
     }
     // Every lane of the warp takes part (the loop is uniform over the block):
     // xor offsets below TPR stay inside the row group.

@@ -112,9 +112,9 @@ LAYOUTS = [
     ((3, 4, 1024), "transposed", 1e-6, ()),
     ((5, 2048), "misaligned", 1e-6, ()),
     ((9000, 256), "contiguous", 1e-6, ()),
-    # 16-bit rows of 65-255 vectors (RMSNORM_NARROW_ONE): rows_one at Qwen2's 896 and 1536 (112 and
-    # 192 vectors: the block's last warp part-filled), rows_reg past one wave; 12288 in batches
-    # (1536 vectors, RMSNORM_WIDE_VPT4: four per thread on 384 threads)
+    # 16-bit rows of 65-255 vectors: rows_one at Qwen2's 896 and 1536 (112 and 192 vectors: the
+    # block's last warp part-filled), rows_reg past one wave; 12288 in batches (1536 vectors: four
+    # per thread on 384 threads)
     ((64, 896), "contiguous", 1e-6, ()),
     ((2, 1536), "contiguous", 1e-6, ()),
     ((16384, 896), "contiguous", 1e-6, (), ("cuda",)),

@@ -26,31 +26,6 @@
 
 #include "cuda_pack.cuh"
 
-// The slab kernel with y_is_mid and wrap as compile-time constants where the
-// launch allows (an experiment, NOTES.md "Version 4 plan": the decode step's
-// loads wait on the runtime y_is_mid / wrap branches). 1: shipped since its H200
-// smoke (456/456, 2 seeds) and record (decode 1x32 under graph replay 1.52 ->
-// 1.30 us; scripts/gpu/v5_explore_h200.sh, v5_record2_h200.sh); 0: runtime branches.
-#ifndef ROPE_SLAB_STATIC
-#define ROPE_SLAB_STATIC 1
-#endif
-// Threads per block of a decode step's slab launch (one position per sample: the
-// heads on the block's y threads). 256: as every other slab launch (shipped); 128 or
-// 64: the same work over two or four times the blocks, the shape torch.compile's
-// decode kernel has: no faster on the H200 (2026-12-03 call 1; NOTES.md, "Decode
-// launch at 128 and 64 threads").
-#ifndef ROPE_DECODE_THREADS
-#define ROPE_DECODE_THREADS 256
-#endif
-// A decode step's slab launch with head width 128 compiled in: no run-time D/2,
-// packs-per-head or loop bound before the first load (instruction 42 of 152 instead of 53
-// of 160). 1: shipped since its H200 smoke and records (2026-12-02, fifth session, calls 5-6:
-// decode 0.23-0.29 us faster flushed, 0.08-0.10 under graph replay; NOTES.md "ROPE_DECODE_D128");
-// 0: D at run time for every head width.
-#ifndef ROPE_DECODE_D128
-#define ROPE_DECODE_D128 1
-#endif
-
 namespace {
 
 using rope_cuda::Pack16;
@@ -159,8 +134,7 @@ enum class Pairing { kInterleaved, kSplit, kPair };
 // I: the index type, int32_t where every offset of x and of the tables fits
 // (fewer instructions per pack; the host checks), int64_t otherwise.
 // FORM: where the slab's y_is_mid and wrap come from: kFormRuntime the Slab
-// (the shipped launches); kFormDecode / kFormPlain compile-time (y_is_mid and
-// no wrap / neither), for ROPE_SLAB_STATIC's experiment (NOTES.md, version 4 plan).
+// (wrapped slabs); kFormDecode / kFormPlain compile-time (y_is_mid and no wrap / neither).
 constexpr int kFormRuntime = 0, kFormDecode = 1, kFormPlain = 2;
 // DH: the head width compiled in (0: s.D), only where the block's x threads are exactly
 // one head's units (the host checks), so each thread takes one unit without a loop.
@@ -269,7 +243,9 @@ inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid
     wrap = outer * inner > s.R;
   }
   const bool y_is_mid = inner * G == 1;  // a decode step: one position per sample
-  const int threads = y_is_mid ? ROPE_DECODE_THREADS : 256;
+  // 256 threads for a decode step too: 128 or 64 (torch.compile's decode shape) were no faster
+  // on the H200 (NOTES.md).
+  const int threads = 256;
   const int tx = units_per_head < threads ? units_per_head : threads;
   const int ty = threads / tx;
   const int64_t ys = y_is_mid ? mid : inner * G;
@@ -285,7 +261,8 @@ inline bool plan_slab(const Shape& s, int units_per_head, Slab& slab, dim3& grid
 template <typename T, typename TC, typename I, int FORM = kFormRuntime, int DH = 0>
 void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T* out, const T* x, const TC* cos,
                  const TC* sin, const Slab& slab) {
-#if ROPE_SLAB_STATIC
+  // y_is_mid and wrap compile-time where the launch allows: a decode step's loads no longer
+  // wait on their runtime branches (decode 1x32 under graph replay 1.52 -> 1.30 us, H200).
   if constexpr (FORM == kFormRuntime) {
     if (!slab.wrap) {
       if (slab.y_is_mid) launch_slab<T, TC, I, kFormDecode>(pairing, grid, block, stream, out, x, cos, sin, slab);
@@ -293,10 +270,10 @@ void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T*
       return;
     }
   }
-#endif
-#if ROPE_DECODE_D128
+  // A decode step at head width 128 compiled in: no run-time D/2, packs per head or loop
+  // bound before the first load (decode 0.23-0.29 us faster flushed, H200). One head's units
+  // of width 128 exactly across the block's x threads (plan_slab's tx).
   if constexpr (FORM == kFormDecode && DH == 0) {
-    // One head's units of width 128 exactly across the block's x threads (plan_slab's tx).
     constexpr int N = Pack16<T>::N;
     const unsigned units = pairing == Pairing::kPair ? 64 / N : 128 / N;
     if (slab.D == 128 && block.x == units) {
@@ -304,7 +281,6 @@ void launch_slab(Pairing pairing, dim3 grid, dim3 block, cudaStream_t stream, T*
       return;
     }
   }
-#endif
   if (pairing == Pairing::kInterleaved)
     rope_slab_kernel<T, TC, Pairing::kInterleaved, I, FORM, DH><<<grid, block, 0, stream>>>(out, x, cos, sin, slab);
   else if (pairing == Pairing::kSplit)
