@@ -26,6 +26,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,6 +64,8 @@ class Row:
         failed = [s for s in STAGES if self.stages.get(s) == "FAIL"]
         if failed:
             return f"refused at {failed[0]}"
+        if "skip" in self.stages.values():
+            return "skipped"
         return "published, verified" if self.stages.get("verify") == "ok" else "incomplete"
 
 
@@ -101,16 +104,44 @@ def _run(cmd: list[str], cwd: Path, env: dict, timeout_s: float) -> tuple[int | 
     return proc.returncode, data, proc.stderr[-2000:]
 
 
-def _prepare(src: Path, work: Path) -> Path:
+_CAPS = re.compile(r"(?m)^[ \t]*cuda-capabilities[ \t]*=[ \t]*\[[^\]]*\][ \t]*\n?")
+
+
+def narrow_capabilities(text: str, arch: str) -> tuple[str, str]:
+    """build.toml's CUDA kernels built for `arch` only (as a device call builds: one card, one
+    arch); ("", why) when a kernel asks only for newer architectures than `arch`."""
+    data = toml.loads(text)
+    cuda = [name for name, k in data.get("kernel", {}).items() if isinstance(k, dict) and k.get("backend") == "cuda"]
+    for name in cuda:
+        caps = data["kernel"][name].get("cuda-capabilities")
+        if caps and all(float(re.sub(r"[a-z]+$", "", c)) > float(arch) for c in caps):
+            return "", f"kernel {name} is built for {', '.join(caps)} only, none of which runs on sm_{arch.replace('.', '')}"
+    text = _CAPS.sub("", text)
+    for name in cuda:
+        header = re.compile(rf'(?m)^\[kernel\.(?:"{re.escape(name)}"|{re.escape(name)})\][ \t]*\n')
+        text = header.sub(lambda m: m.group(0) + f'cuda-capabilities = ["{arch}"]\n', text, count=1)
+    return text, ""
+
+
+def _prepare(src: Path, work: Path, arch: str | None = None) -> Path:
     dest = work / "src"
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(src, dest, ignore=_COPY_IGNORE, symlinks=True)
+    if arch:
+        narrowed, why = narrow_capabilities((dest / "build.toml").read_text(encoding="utf-8"), arch)
+        if why:
+            raise Unbuildable(why)
+        (dest / "build.toml").write_text(narrowed, encoding="utf-8")
     git = ["git", "-c", "user.email=corpus@localhost", "-c", "user.name=corpus", "-c", "init.defaultBranch=main"]
     subprocess.run([*git, "init", "-q"], cwd=dest, check=True)
     subprocess.run([*git, "add", "-A"], cwd=dest, check=True)
     subprocess.run([*git, "commit", "-qm", "corpus copy", "--no-verify"], cwd=dest, check=True)
     return dest
+
+
+class Unbuildable(Exception):
+    """The project has no variant this host can build (a kernel for newer GPUs only)."""
 
 
 def _fail(row: Row, stage: str, rc: int | None, data: dict, stderr: str) -> Row:
@@ -139,7 +170,7 @@ def _smoke_details(row: Row, data: dict) -> None:
         row.message = (first.get("message") or "")[:300]
 
 
-def run_project(src: Path, work: Path, seeds: int, python: str) -> Row:
+def run_project(src: Path, work: Path, seeds: int, python: str, arch: str | None = None) -> Row:
     name = src.name
     row = Row(project=name)
     work.mkdir(parents=True, exist_ok=True)
@@ -147,7 +178,11 @@ def run_project(src: Path, work: Path, seeds: int, python: str) -> Row:
                PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     env.pop("HF_TOKEN", None)
     env.pop("HF_ENDPOINT", None)  # a throwaway embedded Hub, never a real one
-    project = _prepare(src, work)
+    try:
+        project = _prepare(src, work, arch)
+    except Unbuildable as why:
+        row.stages["build"], row.code, row.message = "skip", "not-for-this-gpu", str(why)
+        return row
     cli = [python, "-m", "pipeline"]
     steps = {
         "validate": [*cli, "validate", str(project), "--json"],
@@ -191,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=2, help="smoke's seeds per case (default 2)")
     parser.add_argument("--work", type=Path, default=None, help="work directory (default: a temporary one)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    parser.add_argument("--cuda-arch", default=None, metavar="X.Y",
+                        help="build CUDA kernels for this capability only (the copies' build.toml narrowed), "
+                             "e.g. 9.0 on an H100 or H200")
     args = parser.parse_args(argv)
     backend = host_backend()
     projects, skipped = [], []
@@ -205,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
           f"work directory {work}", file=sys.stderr)
     rows: list[Row] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(run_project, p, work / p.name, args.seeds, sys.executable): p for p in projects}
+        futures = {pool.submit(run_project, p, work / p.name, args.seeds, sys.executable, args.cuda_arch): p
+                   for p in projects}
         for future in concurrent.futures.as_completed(futures):
             p = futures[future]
             try:
@@ -217,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     rows.sort(key=lambda r: r.project)
     print(_table(rows))
     if args.json:
-        args.json.write_text(json.dumps([asdict(r) | {"verdict": r.verdict} for r in rows], indent=2) + "\n")
+        doc = {"command": " ".join(["python", "benchmarks/real_projects.py", *(argv or sys.argv[1:])]),
+               "backend": backend, "rows": [asdict(r) | {"verdict": r.verdict} for r in rows]}
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
 

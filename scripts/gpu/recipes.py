@@ -15,7 +15,7 @@ GPU = REPO / "scripts" / "gpu"
 RECIPES_FILE = GPU / "recipes.toml"
 TUNE = GPU / "tune"
 CARDS = ("H100", "H200")
-STEPS = ("build", "check", "smoke", "bench", "model", "shapes", "sweep", "corpus", "sass", "repro")
+STEPS = ("build", "check", "smoke", "bench", "model", "shapes", "sweep", "corpus", "sass", "repro", "harness")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class Recipe:
     consumers: str = ""
     corpus: str = ".gpu/corpus"
     against: str = ""
+    jobs: int = 4  # corpus: projects run at once (their builds share the cores)
+    flaws: tuple[str, ...] = ()  # harness: the planted flaws (tests/fixtures/planted) to smoke
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,13 @@ def plan(recipe: Recipe, card: str, data: dict | None = None) -> tuple[list[Task
             tasks += [Task("sweep", (project_of(s),), s, cost(seconds, "build", project_of(s)) + cost(seconds, "sweep"))
                       for s in recipe.sets]
         elif step == "corpus":
-            tasks += [Task("corpus", (), p.name, cost(seconds, "corpus")) for p in corpus_projects(recipe)]
+            projects = corpus_projects(recipe)
+            rounds = -(-len(projects) // max(1, recipe.jobs))
+            # A long corpus runs to the budget's end (the runner cuts it off there), not past it.
+            estimate = min(cost(seconds, "corpus") * rounds, recipe.budget - cost(seconds, "setup"))
+            tasks.append(Task("corpus", (), ",".join(p.name for p in projects), estimate))
+        elif step == "harness":
+            tasks += [Task("harness", (), flaw, cost(seconds, "harness")) for flaw in recipe.flaws]
         elif step == "sass":
             tasks.append(Task("sass", ks, recipe.against, cost(seconds, "sass")))
         elif step == "repro":
@@ -136,6 +144,8 @@ def problems(recipe: Recipe) -> list[str]:
                 found.append(f"sweep set {s}: not in scripts/gpu/sweep.py")
             elif not (TUNE / f"{project_of(s)}.patch").is_file():
                 found.append(f"sweep set {s}: no scripts/gpu/tune/{project_of(s)}.patch")
+    planted = (REPO / "tests" / "fixtures" / "planted" / "torch-ext" / "planted" / "op.py").read_text()
+    found += [f"flaw {f}: tests/fixtures/planted plants no such flaw" for f in recipe.flaws if f'"{f}"' not in planted]
     for k, model in recipe.models.items():
         if model not in model_check.MODELS:
             found.append(f"model {model} ({k}): not one of {model_check.MODELS}")

@@ -275,17 +275,41 @@ class Runner:
         self.stamp(out, f"sweep.py {name}", f"tune-{k}")
 
     def step_corpus(self, task: Task) -> None:
-        src = REPO / self.recipe.corpus / task.detail
-        work = WORK / "corpus" / task.detail
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(src, work, ignore=shutil.ignore_patterns("build", "result", ".git"))
-        name = f"corpus-{task.detail}"
-        self.sh([sys.executable, "-m", "pipeline", "validate", str(work), "--json"], f"{name}-validate",
-                stdout=self.logs / f"{name}-validate.json")
-        out = WORK / "corpus-builds" / task.detail
-        if self.build(work, out, f"{name}-build", timeout=cost(load()["seconds"][self.card], "corpus")) == 0:
-            self.sh([sys.executable, "-m", "pipeline", "check", str(out), "--no-matrix", "--json"], f"{name}-check",
-                    stdout=self.logs / f"{name}-check.json")
+        """Every staged project through benchmarks/real_projects.py (validate, build, smoke,
+        publish to a throwaway embedded Hub, verify), --jobs at a time, sm_90 only."""
+        root = REPO / self.recipe.corpus
+        out = self.records / f"corpus-{self.card.lower()}.json"
+        cores = int(self.env["MAX_JOBS"])
+        env = dict(self.env, MAX_JOBS=str(max(1, cores // max(1, self.recipe.jobs))))
+        cmd = [sys.executable, str(REPO / "benchmarks" / "real_projects.py"), str(root), "--jobs", str(self.recipe.jobs),
+               "--seeds", str(self.recipe.seeds), "--cuda-arch", "9.0", "--work", str(WORK / "corpus"),
+               "--json", str(out)]
+        self.sh(cmd, "corpus", stdout=self.out / f"corpus-{self.card.lower()}.md", env=env)
+        self.stamp(out, " ".join(["python", *cmd[1:]]), None)
+
+    def step_harness(self, task: Task) -> None:
+        """The planted kernel (noarch: nothing to compile) smoked with one flaw on this GPU."""
+        project = WORK / "planted"
+        build = WORK / "planted-build"
+        if not build.is_dir():
+            shutil.rmtree(project, ignore_errors=True)
+            shutil.copytree(REPO / "tests" / "fixtures" / "planted", project)
+            git = ["git", "-c", "user.email=run@localhost", "-c", "user.name=run"]
+            for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "planted"]):
+                self.sh([*git, *args], f"planted-git-{args[0]}", cwd=project)
+            self.sh([sys.executable, "-m", "pipeline", "build", str(project), "--backend", "local", "--out",
+                     str(build)], "planted-build")
+        path = self.records / f"harness-{task.detail}-{self.card.lower()}.json"
+        cmd = [sys.executable, "-m", "pipeline", "smoke", str(build), "--kernel", str(project), "--seeds",
+               str(self.recipe.seeds), "--only", "relu:relu/fp32/*", "--timeout", "20", "--no-op-checks", "--json"]
+        self.sh(cmd, f"harness-{task.detail}", stdout=path, env=dict(self.env, PLANTED_FLAW=task.detail))
+        self.stamp(path, f"PLANTED_FLAW={task.detail} python -m pipeline " + " ".join(cmd[3:]), None)
+        try:
+            doc = json.loads(path.read_text())
+            self.log(f"harness {task.detail}: passed={doc.get('passed')} {doc.get('counts')} "
+                     f"{doc.get('failures_by_category')} workers={doc.get('workers')}")
+        except (OSError, ValueError):
+            self.log(f"harness {task.detail}: no report")
 
     def against_tree(self, commit: str) -> Path | None:
         """The older tree's kernels-src: staged by `run.py stage --against`, else git archive (where git has it)."""
@@ -444,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", help="folder of kernel projects, relative to the repository root")
     ap.add_argument("--against", help="sass: the older commit (stage: the commit to export)")
     ap.add_argument("--budget", type=int, help="seconds (default: the recipe's)")
+    ap.add_argument("--jobs", type=int, help="corpus: projects at once (default: the recipe's)")
+    ap.add_argument("--flaws", help="harness: comma-separated planted flaws (default: the recipe's)")
     ap.add_argument("--card", choices=CARDS, help="plan for (and name records by) this card; default: the GPU's")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/out")))
     ap.add_argument("--dry-run", action="store_true", help="print the plan and its estimate; run nothing")
@@ -463,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = resolve(args.recipe, card, {"kernels": split(args.kernels), "dtypes": split(args.dtypes),
                                          "samples": args.samples, "seeds": args.seeds, "reps": args.reps,
                                          "sets": split(args.sets), "corpus": args.corpus, "against": args.against,
-                                         "budget": args.budget}, data)
+                                         "budget": args.budget, "jobs": args.jobs, "flaws": split(args.flaws)}, data)
     found = problems(recipe)
     if found:
         for p in found:

@@ -54,13 +54,18 @@ def test_every_recipe_resolves_to_real_cases(name, card):
         if t.step == "smoke":
             assert all((REPO / "kernels-src" / k / "tests" / "smoke_cases.py").is_file() for k in t.kernels)
         if t.step == "corpus":
-            assert (REPO / recipe.corpus / t.detail / "build.toml").is_file()
+            assert all((REPO / recipe.corpus / p / "build.toml").is_file() for p in t.detail.split(","))
+        if t.step == "harness":
+            assert t.detail in recipe.flaws
 
 
 def test_a_recipe_names_nothing_that_is_not_there():
     recipe = recipes.resolve("record", "H100", {"kernels": ("rmsnorm", "nothere"), "dtypes": ("float8",)})
     found = recipes.problems(recipe)
     assert any("nothere" in p for p in found) and any("float8" in p for p in found)
+    harness = recipes.resolve("harness", "H100", {"flaws": ("oob-4097", "melts-the-gpu")})
+    assert [p for p in recipes.problems(harness) if "flaw" in p] == [
+        "flaw melts-the-gpu: tests/fixtures/planted plants no such flaw"]
     sweep = recipes.resolve("sweep", "H200", {"sets": ("rmsnorm-opq",)})
     assert any("rmsnorm-opq" in p for p in recipes.problems(sweep))
 
