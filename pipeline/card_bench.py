@@ -208,11 +208,10 @@ def _page(name: str, records: tuple[BenchRecord, ...], table: str | None, model_
     shown = {r.stem for r in headline_records(records) if r.media_path}
     lines = [f"# {name}: benchmark records", ""]
     if table:
-        lines += ["Fastest baseline's time / the kernel's, per shape (above 1: the kernel is faster); the range over "
-                  "each class's shapes, \"graph\" under CUDA-graph replay. Every record follows in full.", "",
-                  table, ""]
+        lines += [table, "", method_line(records) + " Every record follows in full, each card's bf16 first.", ""]
     for r in records:
-        lines += [f"## {r.title} (`{r.stem}`)", ""]
+        created = f", {r.data['created'][:10]}" if r.data.get("created") else ""
+        lines += [f"## {r.title} (`{r.stem}`{created})", ""]
         if r.stem in shown:
             lines += [f"![{name} on {r.title}]({r.media_path})", ""]
         lines += [markdown_table(r.data).rstrip(), ""]

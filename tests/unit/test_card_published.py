@@ -72,7 +72,8 @@ def _gate_smoke(kernel, bundle: Bundle) -> SmokeReport | None:
         return None
     doc = json.loads(record.read_text(encoding="utf-8"))
     machine = Problem(str(bundle.root / "x"), None, "weak-case-constant-input",
-                      f"1 case in {kernel.root / 'tests' / 'smoke_cases.py'} passes a constant input", severity="warning")
+                      f"1 case in {kernel.root / 'tests' / 'smoke_cases.py'} passes a constant input",
+                      severity="warning")
     return SmokeReport(
         kernel=doc["kernel"], kernel_id=doc["kernel_id"], variant=doc["variant"], device=doc["device"],
         project=str(kernel.root), results=tuple(CaseResult(**r) for r in doc["results"]), seed=doc["seed"],
@@ -136,3 +137,25 @@ def test_a_card_from_a_new_project_is_short_and_says_what_is_missing(template, t
     assert 'get_kernel("kernels-pipeline/my-op", version=1, trust_remote_code=True)' in text
     assert "No benchmark results recorded yet" in text and "Not smoke-tested before upload" in text
     assert page.files == () and IMAGE.findall(text) == [] and absolute_paths(text) == []
+
+
+def test_main_gets_the_cards_files_and_loses_those_a_new_card_no_longer_shows(tmp_path):
+    from pipeline.card import CardPage
+    from pipeline.fsutil import git_blob_sha1_bytes
+    from pipeline.hubclient import RemoteFile
+    from pipeline.upload.plan import CARD_FILE_PREFIXES, diff
+
+    png = tmp_path / "h200.png"
+    png.write_bytes(b"\x89PNG plot")
+    page = CardPage("# card\n", ((PAGE, b"# tables\n"), ("media/benchmark-h200.png", png)))
+    wanted = card_files(page)
+    assert wanted == {"README.md": (None, b"# card\n"), PAGE: (None, b"# tables\n"),
+                      "media/benchmark-h200.png": (png, None)}
+    same = b"# tables\n"
+    remote = {PAGE: RemoteFile(PAGE, len(same), git_blob_sha1_bytes(same)),
+              "media/benchmark-h100.png": RemoteFile("media/benchmark-h100.png", 3, "0" * 40),
+              "media/logo.png": RemoteFile("media/logo.png", 3, "0" * 40)}
+    ops, unchanged = diff(wanted, remote, CARD_FILE_PREFIXES)
+    assert unchanged == 1
+    assert [op.describe().split(" (")[0] for op in ops] == [
+        "add    README.md", "add    media/benchmark-h200.png", "delete media/benchmark-h100.png"]

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _bench_record(path: Path) -> bool:
     data = json.loads(path.read_text(encoding="utf-8"))
-    return isinstance(data, dict) and isinstance(data.get("results"), list) and "method" in data and "copy_bandwidth_gbs" in data
+    return (isinstance(data, dict) and isinstance(data.get("results"), list) and "method" in data
+            and "copy_bandwidth_gbs" in data)
 
 
 BENCH_RECORDS = [p for p in sorted(REPO.glob("kernels-src/*/benchmarks/results/*.json")) if _bench_record(p)]

@@ -42,7 +42,8 @@ def test_rendering_is_deterministic_and_order_independent():
 
 
 def test_benchmark_summary_plot_page_and_force_are_shown(tmp_path):
-    table = "| op | shape class | shapes | H200 bf16 |\n| --- | --- | --- | --- |\n| `f` | decode | 1x4096 | 1.10× eager |"
+    table = ("| op | shape class | shapes | H200 bf16 |\n| --- | --- | --- | --- |\n"
+             "| `f` | decode | 1x4096 | 1.10× eager |")
     png = tmp_path / "h200.png"
     png.write_bytes(b"\x89PNG")
     bench = BenchSummary(table=table, method="Median of 100 repetitions.",

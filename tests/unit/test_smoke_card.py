@@ -79,7 +79,8 @@ def test_no_smoke_says_so_and_recorded_runs_are_listed(tmp_path):
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
     (results / "h200-smoke.json").write_text(json.dumps(
-        {**_report((COVERED,), [OK]).to_json(), "device": "NVIDIA H200", "variant": "torch211-cxx11-cu130-x86_64-linux"}))
+        {**_report((COVERED,), [OK]).to_json(), "device": "NVIDIA H200",
+         "variant": "torch211-cxx11-cu130-x86_64-linux"}))
     (results / "broken-smoke.json").write_text("{")
     runs = recorded_runs(tmp_path)
     assert runs == (SmokeRun("NVIDIA H200", "torch211-cxx11-cu130-x86_64-linux", 1, 0, 0, 1, True),)
