@@ -70,6 +70,7 @@ from pipeline.bench_timing import (COPY_BYTES, GRAPH_CALLS, Timer, Timing, combi
 from pipeline.casefile import call_cases, import_case_function
 from pipeline.errors import BenchError, SmokeError
 from pipeline.events import Event, Reporter, quiet
+from pipeline.portable_paths import portable_command
 from pipeline.smoke import load_variant
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -560,6 +561,17 @@ class _DeviceType:
     """What method_record reads of a device: its type."""
 
     type: str
+
+
+def recorded_command(argv: list[str], kernel: "Kernel | None") -> str:
+    """The command a record keeps (`python -m pipeline bench ...`, from the verb on), with
+    paths relative to the project: the card renders it, and a record taken on a rented
+    machine must not carry that machine's directories (pipeline.portable_paths)."""
+    if "bench" not in argv:
+        return ""
+    root = None if kernel is None else kernel.workspace.root if kernel.workspace is not None else kernel.root
+    roots = {} if root is None else {Path(root): "", Path(root).resolve(): ""}
+    return "python -m pipeline " + portable_command(argv[argv.index("bench"):], roots)
 
 
 def method_record(device, *, reps: int, warmup: int, samples: int) -> dict:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from pipeline.errors import BenchError
+from pipeline.portable_paths import portable_command
 
 def load_results(results_json) -> dict:
     """A `pipeline bench` results JSON (path or dict), checked for the keys the tables need."""
@@ -171,8 +172,8 @@ def markdown_table(results_json) -> str:
     lines += [f"- {m}" for m in misses]
     if misses:
         lines.append("")
-    if data.get("command"):
-        lines.append(f"Produced by `{data['command']}`.")
+    if data.get("command"):  # records made before commands were kept portable carry the machine's paths
+        lines.append(f"Produced by `{portable_command(data['command'])}`.")
     return "\n".join(lines).rstrip() + "\n"
 
 

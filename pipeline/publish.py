@@ -156,9 +156,8 @@ def publish(request: PublishRequest, target: Target, *, report: Reporter = quiet
             report(Event("step", f"note: the kernel is named {gate.bundle.name!r}, the repository "
                                  f"{request.repo_id!r}", stage="check"))
         inputs = card_inputs(gate.bundle, request.kernel, version, checks=gate.checks, forced=gate.forced,
-                             description=request.card_description, coverage=gate.coverage, warnings=gate.warnings,
-                             untested=gate.untested,
-                             signatures=tuple(r.card_line() for r in gate.check.signatures))
+                             description=request.card_description, smoke=gate.smoke, untested=gate.untested,
+                             signatures=gate.check.signatures)
         card_for = card_maker(inputs, request.repo_id, newer_published=any(v > version for v in remote.versions()),
                               trusted=remote.trusted)
         api = make_api(live)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 
-from pipeline.bench import CASE_TIMEOUT_S, CPU_LIMIT_S, DTYPES, WARMUP, markdown_table, plot, run_bench
+from pipeline.bench import (CASE_TIMEOUT_S, CPU_LIMIT_S, DTYPES, WARMUP, markdown_table, plot, recorded_command,
+                            run_bench)
 from pipeline.bundle import check_bundle, find_build_dir
 from pipeline.errors import BenchError
 from pipeline.fsutil import atomic_write_text, require_out_path
@@ -53,15 +53,12 @@ def add_arguments(parser) -> None:
 
 
 def run(args, output) -> int:
-    # Recorded in the JSON so the figures say how they were made.
-    argv = sys.argv[1:]
-    command = ("python -m pipeline " + " ".join(shlex.quote(a) for a in argv[argv.index("bench"):])
-               if "bench" in argv else "")
     for option, path in (("--out", args.out), ("--plot", args.plot), ("--markdown", args.markdown)):
         if path is not None:  # before the run, not after it
             require_out_path(path, "file", BenchError, option)
     bundle = check_bundle(find_build_dir(args.build_dir)).bundle
     kernel = resolve(args.kernel) if args.kernel else resolve_for_build(bundle.root, bundle.name)
+    command = recorded_command(sys.argv[1:], kernel)  # in the JSON: how the figures were made
     with output.reporter() as events:
         report = run_bench(bundle, kernel, reps=args.reps, warmup=args.warmup, only=args.only,
                            report=events, command=command, cpu_limit_s=None if args.allow_cpu else CPU_LIMIT_S,

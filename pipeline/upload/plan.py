@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 from huggingface_hub import HfApi
 
@@ -19,12 +19,18 @@ from pipeline.bundle import Bundle
 from pipeline.fsutil import git_blob_sha1, git_blob_sha1_bytes, sha256_bytes, sha256_file
 from pipeline.hubclient import MAIN, REPO_TYPE, RemoteFile, RemoteState, read_remote, remote_metadata, remote_tree
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.card import CardPage
+
 # The version whose builds main mirrors (upstream's convention for v1).
 MIRRORED_VERSION = 1
 
-# card_for(variant names the branch will hold, metadata of the kept remote ones) -> card text,
-# or None to leave main's card alone.
-CardMaker = Callable[[list[str], dict], "str | None"]
+# card_for(variant names the branch will hold, metadata of the kept remote ones) -> the card and
+# the files it shows (pipeline.card.CardPage), or None to leave main's card alone.
+CardMaker = Callable[[list[str], dict], "CardPage | None"]
+# What main holds of the card's files, deleted there when a card no longer has them: the plots
+# (`media/benchmark-<record>.png`) and the full tables. Other files under media/ are the owner's.
+CARD_FILE_PREFIXES = ("media/benchmark-", "benchmarks.md")
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,14 @@ def bundle_files(bundle: Bundle) -> Wanted:
     return {f"build/{v.name}/{rel}": (v.path / rel, None) for v in bundle.variants for rel in v.files}
 
 
+def card_files(card: "CardPage") -> Wanted:
+    """README.md and the files the card shows or links (plots by local path, benchmarks.md by content)."""
+    wanted: Wanted = {"README.md": (None, card.readme.encode("utf-8"))}
+    for path, source in card.files:
+        wanted[path] = (source, None) if isinstance(source, Path) else (None, bytes(source))
+    return wanted
+
+
 def _version_branch(api: HfApi, repo_id: str, bundle: Bundle, version: int, remote: RemoteState):
     """The version branch's plan, the tree it was diffed against, and what it keeps."""
     branch = f"v{version}"
@@ -188,12 +202,12 @@ def plan_upload(api: HfApi, repo_id: str, bundle: Bundle, version: int, card_for
         main_ops, main_unchanged = [], 0
     else:
         main_tree = remote_tree(api, repo_id, main_head) if main_head else {}
-        wanted: Wanted = {"README.md": (None, card.encode("utf-8"))}
-        prefixes: tuple[str, ...] = ()
+        wanted = card_files(card)
+        prefixes: tuple[str, ...] = CARD_FILE_PREFIXES
         if version == MIRRORED_VERSION:
             # As kernels-community does: v1's builds on main too, for a plain get_kernel(repo).
             wanted.update(bundle_files(bundle))
-            prefixes = tuple(f"build/{v.name}/" for v in bundle.variants)
+            prefixes += tuple(f"build/{v.name}/" for v in bundle.variants)
         main_ops, main_unchanged = diff(wanted, main_tree, prefixes)
     what = "Kernel card and builds" if version == MIRRORED_VERSION and card is not None else "Kernel card"
     main_plan = BranchPlan(branch=MAIN, exists=main_head is not None, parent_commit=main_head,

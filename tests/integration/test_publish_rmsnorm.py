@@ -38,6 +38,27 @@ def _pipeline(*args: str, env: dict) -> subprocess.CompletedProcess:
                           env=env, timeout=1500)
 
 
+def _check_published_card(endpoint: str, where: Path) -> None:
+    """main's README.md as the Hub serves it: short, no machine path, its plot and its link to
+    benchmarks.md resolving to files main holds (the plot the source's own)."""
+    import re
+
+    from huggingface_hub import HfApi
+
+    from pipeline.card import CARD_MAX_BYTES
+    from pipeline.portable_paths import absolute_paths
+
+    api = HfApi(endpoint=endpoint)
+    files = set(api.list_repo_files(REPO_ID, repo_type="kernel", revision="main"))
+    card = Path(api.hf_hub_download(REPO_ID, "README.md", repo_type="kernel", cache_dir=where)).read_text()
+    assert len(card.encode()) <= CARD_MAX_BYTES and absolute_paths(card) == []
+    images = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", card)
+    assert images == ["media/benchmark-h200.png"] and "[benchmarks.md](benchmarks.md)" in card
+    assert {"benchmarks.md", *images} <= files
+    plot = Path(api.hf_hub_download(REPO_ID, images[0], repo_type="kernel", cache_dir=where))
+    assert plot.read_bytes() == (RMSNORM / "benchmarks" / "results" / "h200.png").read_bytes()
+
+
 def test_rmsnorm_publish_verify_republish_v2(tmp_path):
     from pipeline.hub import EmbeddedHub
 
@@ -62,6 +83,7 @@ def test_rmsnorm_publish_verify_republish_v2(tmp_path):
         host = verify["load"]["variant"]
         assert host in doc["variants"] and verify["load"]["kernel_id"].startswith("_rmsnorm_cpu_")
         assert any(c["cell"] == host and c["chosen"] == host for c in verify["cells"])
+        _check_published_card(hub.endpoint, tmp_path / "card")
 
         again = _pipeline(*publish, env=env)
         assert again.returncode == 0, again.stderr[-3000:]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.card import Card, CardVariant, benchmark_table, model_table, project_template, render_card
+from pipeline.card import Card, CardVariant, project_template, render_card
+from pipeline.card_bench import bench_records, bench_summary, model_table
 from pipeline.consumers import CONSUMERS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def test_project_cards_name_the_published_repository(project):
 def test_generated_card_usage_and_checked_with():
     text = _card(None, trusted=True)
     assert 'kernel_module = get_kernel("my-org/thing", version=3)' in text and "Unless" not in text
-    assert "## Checked with" in text
+    assert "### Checked with" in text and "Publishing ends with `pipeline verify`" in text
     for consumer in CONSUMERS:
         assert f"- {consumer.label}" in text
     unknown = _card(None, trusted=None)
@@ -58,7 +59,7 @@ def test_recorded_model_figures_go_into_the_card_and_not_into_the_benchmark_tabl
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
     (results / "model-h200.json").write_text(json.dumps(_model_doc()))
-    assert benchmark_table(tmp_path) is None  # not a bench results file: not read as one
+    assert bench_records(tmp_path) == ()  # not a bench results file: not read as one
     table = model_table(tmp_path)
     assert "| qwen3 (4 layers, hidden 4096, bfloat16) | NVIDIA H200 | kernels 0.16.2 + transformers 5.17.0 | 2048 | 17 |" \
         in table
@@ -76,9 +77,10 @@ def test_recorded_model_figures_go_into_the_card_and_not_into_the_benchmark_tabl
     assert "## In a model" not in _card(None)
 
 
-def test_benchmark_tables_keep_each_device_together_primary_dtype_first(tmp_path):
-    # One real record copied under the names a project holds: each device's bf16 table before its
-    # other dtypes, devices in name order (name order alone puts "-float16" before the bf16 record).
+def test_benchmark_records_keep_each_card_together_primary_dtype_first(tmp_path):
+    # One real record copied under the names a project holds: each card's bf16 record before its
+    # other dtypes (name order alone puts "-float16" first), the H200 before the H100 (bench_report's
+    # CARDS order), in the summary's columns and in benchmarks.md alike.
     record = (REPO / "kernels-src" / "adaln" / "benchmarks" / "results" / "h200.json").read_text()
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
@@ -86,6 +88,9 @@ def test_benchmark_tables_keep_each_device_together_primary_dtype_first(tmp_path
         doc = json.loads(record)
         doc["device"] = f"device {name}"
         (results / f"{name}.json").write_text(json.dumps(doc))
-    table = benchmark_table(tmp_path)
-    order = [line.split("device ", 1)[1].split(" ")[0] for line in table.splitlines() if line.startswith("Measured on")]
-    assert order == ["h100", "h100-float32", "h200", "h200-float16"]
+    assert [r.stem for r in bench_records(tmp_path)] == ["h200", "h200-float16", "h100", "h100-float32"]
+    summary = bench_summary("adaln", tmp_path)
+    assert summary.table.splitlines()[0] == "| op | shape class | shapes | H200 bf16 | H100 bf16 |"
+    order = [line.split("device ", 1)[1].split(" ")[0] for line in summary.page.splitlines()
+             if line.startswith("Measured on")]
+    assert order == ["h200", "h200-float16", "h100", "h100-float32"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline.card import Card, CardVariant, render_card, variant_from_name
+
+from pipeline.card import Card, CardVariant, render_card, render_page, variant_from_name
+from pipeline.card_bench import BenchSummary
 
 
 def card(**kw) -> Card:
@@ -25,10 +27,10 @@ def test_front_matter_usage_and_variants():
     assert text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\ntags:\n- kernels\n- cpu\n- cuda\n---\n")
     assert 'get_kernel("my-org/rmsnorm", version=3)' in text
     assert "rms_norm = kernel_module.rms_norm" in text
-    assert "| `torch213-cxx11-cu130-x86_64-linux` | torch 2.13 | CUDA 13.0 | x86_64-linux | 9.0 |" in text
-    assert "| `torch213-cxx11-cpu-x86_64-linux` | torch 2.13 | CPU | x86_64-linux | – |" in text
+    assert "| CUDA 13.0 | 9.0 | `_rmsnorm_cuda_abc1234` | `torch213-cxx11-cu130-x86_64-linux` |" in text
+    assert "| CPU | – | `_rmsnorm_cpu_abc1234` | `torch213-cxx11-cpu-x86_64-linux` |" in text
     assert "commit `0123456789abcdef0123456789abcdef01234567`" in text
-    assert "No benchmark results published yet." in text
+    assert "No benchmark results recorded yet: `python -m pipeline bench BUILD_DIR" in text
     assert "--force" not in text
     assert "\n\n\n" not in text and text.endswith("\n")
 
@@ -39,17 +41,50 @@ def test_rendering_is_deterministic_and_order_independent():
     assert a == b
 
 
-def test_benchmark_table_and_force_are_shown():
-    table = "| shape | kernel | torch |\n| --- | --- | --- |\n| 4x4096 | 1.0 us | 2.0 us |"
-    text = render_card(card(benchmark_table=table, forced=("check: build/x: digest-mismatch: digest mismatch",)))
-    assert table in text
-    assert "Published with `--force`" in text and "> - check: build/x: digest-mismatch: digest mismatch" in text
+def test_benchmark_summary_plot_page_and_force_are_shown(tmp_path):
+    table = ("| op | shape class | shapes | H200 bf16 |\n| --- | --- | --- | --- |\n"
+             "| `f` | decode | 1x4096 | 1.10× eager |")
+    png = tmp_path / "h200.png"
+    png.write_bytes(b"\x89PNG")
+    bench = BenchSummary(table=table, method="Median of 100 repetitions.",
+                         plots=(("media/benchmark-h200.png", "rmsnorm on NVIDIA H200"),),
+                         media=(("media/benchmark-h200.png", png),), page="# rmsnorm: benchmark records\n")
+    page = render_page(card(bench=bench, forced=("check: /tmp/x/build/t/_ops.py: digest-mismatch: digest mismatch",)))
+    text = page.readme
+    assert table in text and "![rmsnorm on NVIDIA H200](media/benchmark-h200.png)" in text
+    assert "[benchmarks.md](benchmarks.md)" in text and "No benchmark results" not in text
+    assert page.files == (("benchmarks.md", b"# rmsnorm: benchmark records\n"), ("media/benchmark-h200.png", png))
+    assert "Published with `--force`" in text and "> - check: _ops.py: digest-mismatch: digest mismatch" in text
 
 
 def test_unparseable_variant_is_still_listed():
     v = variant_from_name("not-a-variant")
     assert v.framework is None and v.target is None
-    assert "`not-a-variant` | ? | ? | any" in render_card(card(variants=(v,)))
+    assert "| ? | – | – | `not-a-variant` |" in render_card(card(variants=(v,)))
+
+
+def test_variants_of_one_backend_share_a_row_and_signatures_a_line():
+    from pipeline.card import signature_lines
+    from pipeline.signing import SignatureReport, SignerIdentity
+
+    names = [f"torch21{t}-cxx11-cu130-{p}-linux" for t in (2, 3) for p in ("x86_64", "aarch64")]
+    cuda = tuple(variant_from_name(n, {"id": "_rmsnorm_cuda_abc1234", "backend": {"type": "cuda", "archs": ["9.0"]}})
+                 for n in names)
+    # Every torch version on every platform: said as a matrix; anything less: named.
+    text = render_card(card(variants=cuda))
+    assert ("| CUDA 13.0 | 9.0 | `_rmsnorm_cuda_abc1234` | torch 2.12, 2.13 on aarch64-linux, x86_64-linux (4) |"
+            in text)
+    three = render_card(card(variants=cuda[:3]))
+    assert ("| CUDA 13.0 | 9.0 | `_rmsnorm_cuda_abc1234` | `torch212-cxx11-cu130-aarch64-linux`, "
+            "`torch212-cxx11-cu130-x86_64-linux`, `torch213-cxx11-cu130-x86_64-linux` |") in three
+    who = SignerIdentity(build_signer_uri="https://github.com/o/r/.github/workflows/kernels.yml@refs/tags/v1")
+    signed = [SignatureReport(n, "verified", identity=who, log_index=100 + i) for i, n in enumerate(names)]
+    assert signature_lines(tuple(signed)) == (
+        "all 4 variants: signed by https://github.com/o/r/.github/workflows/kernels.yml@refs/tags/v1 "
+        "(Sigstore, Rekor entries 100-103)",)
+    mixed = signature_lines((signed[0], SignatureReport(names[1], "unsigned")))
+    assert mixed == (f"`{names[0]}`: signed by {who.build_signer_uri} (Sigstore, Rekor entry 100)",
+                     f"`{names[1]}`: not signed")
 
 
 def test_a_projects_card_md_is_the_template_and_our_sections_follow():
@@ -63,7 +98,7 @@ def test_a_projects_card_md_is_the_template_and_our_sections_follow():
     assert "Layers: RMSNorm" in text
     assert text.index("## Benchmarks") < text.index("## Build variants (version 3)") < text.index("## Provenance")
     # The project's own Benchmarks section stands; no second "no results" section.
-    assert "No benchmark results published yet." not in text
+    assert "No benchmark results" not in text
 
 
 def test_a_broken_card_md_is_a_publish_error():

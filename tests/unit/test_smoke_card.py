@@ -1,6 +1,6 @@
 """The card's verification section and the publish gate's verdicts on coverage:
-what a Hub user sees about what smoke verified (unit: rendering and the gate's
-rules on hand-made reports)."""
+what a Hub user sees about what smoke verified (unit: the summary made from hand-made
+reports, its rendering, and the gate's rules)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import pytest
 
 from pipeline.card import Card, CardVariant, render_card
+from pipeline.card_verification import SmokeRun, declined_kinds, recorded_runs, verification_summary
 from pipeline.errors import Problem, PublishError
 from pipeline.gate import smoke_summary, untested_error
 from pipeline.smoke import CaseResult, Delegation, OpCoverage, SmokeReport
@@ -26,33 +27,66 @@ def _card(**kw) -> str:
     return render_card(Card(**{**base, **kw}))
 
 
+def _verified(coverage, results=(), untested=(), warnings=(), **kw) -> str:
+    summary = verification_summary(_report(coverage, results, warnings=tuple(warnings)), untested=untested, **kw)
+    return _card(verification=summary)
+
+
+OK = CaseResult("rms_norm:x", "rms_norm", 5, "values", True, 0.0, 1e-3, contract="rms_norm")
+
+
 def test_coverage_per_op_is_a_table_row():
-    text = _card(coverage=(COVERED,))
+    text = _verified((COVERED,), [OK, OK])
     assert "## Verification" in text
-    assert ("| `rms_norm` | `rms_norm` (workspace) | 51 | 48 | bfloat16, float16, float32 | 5x1, 3x7, 2x3x127, "
-            "4x128, 2x2x2x4097, 3x8191 and 2 more | 3 |") in text
+    assert "on `torch213-cxx11-cpu-x86_64-linux` (cpu)" in text and "**2 checks, 0 failed**, 1 seed(s) per case" in text
+    assert "| `rms_norm` | `rms_norm` (workspace) | 51 | 48 | bfloat16, float16, float32 | 8 | 0 |" in text
     assert "Untested" not in text and "Warnings:" not in text
 
 
 def test_the_card_does_not_change_with_the_seed():
     other = OpCoverage(**{**COVERED.__dict__, "seeds": (901, 902, 903)})
-    assert _card(coverage=(COVERED,)) == _card(coverage=(other,))
+    assert _verified((COVERED,), [OK]) == _verified((other,), [OK])
 
 
 def test_untested_mark_and_warnings_are_shown():
     warnings = (Problem("k", None, "op-delegates-to-pytorch", "scale hands its work to PyTorch: it calls aten::mul",
                         severity="warning"),
                 Problem("k", None, "weak-case-constant-input", "rms_norm: 1 case(s) pass an input whose elements are "
-                        "all equal", severity="warning"))
-    text = _card(coverage=(COVERED, UNCOVERED), untested=("scale",), warnings=warnings)
+                        "all equal (/tmp/x/tests/smoke_cases.py)", severity="warning"))
+    text = _verified((COVERED, UNCOVERED), untested=("scale",), warnings=warnings)
     assert "> **Untested**: published with `--allow-untested`. No contract and no case checked `scale`." in text
-    assert "| `scale` | none | 0 | 0 | – | – | 0 |" in text
+    assert "| `scale` | none | 0 | 0 | – | 0 | 0 |" in text
     assert "- `op-delegates-to-pytorch`: scale hands its work to PyTorch: it calls aten::mul" in text
-    assert "- `weak-case-constant-input`: rms_norm: 1 case(s)" in text
+    # A path of the publishing machine in a warning is not published.
+    assert "- `weak-case-constant-input`: rms_norm: 1 case(s)" in text and "(smoke_cases.py)" in text
+    assert "/tmp/" not in text
 
 
-def test_no_smoke_says_so():
+def test_declined_cases_are_counted_by_kind_not_repeated_as_warnings():
+    declined = ("rope:rotary/bf16/2x2x6x32/transposed/head_dim=32", "rope:rotary/fp16/2x3x128/row-strided/heads=2",
+                "rope:rotary/fp16/2x2x6x32/transposed/head_dim=32", "odd-name")
+    assert declined_kinds(declined) == ("row-strided", "transposed")
+    rope = OpCoverage(op="rope", schema="", contract="rotary", how="workspace", contract_cases=36, project_cases=2,
+                      shapes=("2x3x128",), dtypes=("float32",), declined=declined)
+    warning = Problem("k", None, "contract-case-declined", "rope refused 4 contract input(s)", severity="warning")
+    text = _verified((rope,), warnings=(warning,))
+    assert "| `rope` | `rotary` (workspace) | 36 | 2 | float32 | 1 | 4 (row-strided, transposed) |" in text
+    assert "Warnings:" not in text
+
+
+def test_no_smoke_says_so_and_recorded_runs_are_listed(tmp_path):
     assert "Not smoke-tested before upload" in _card()
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "h200-smoke.json").write_text(json.dumps(
+        {**_report((COVERED,), [OK]).to_json(), "device": "NVIDIA H200",
+         "variant": "torch211-cxx11-cu130-x86_64-linux"}))
+    (results / "broken-smoke.json").write_text("{")
+    runs = recorded_runs(tmp_path)
+    assert runs == (SmokeRun("NVIDIA H200", "torch211-cxx11-cu130-x86_64-linux", 1, 0, 0, 1, True),)
+    text = _card(verification=verification_summary(None, recorded=runs))
+    assert "Not smoke-tested before upload" in text
+    assert "- NVIDIA H200, `torch211-cxx11-cu130-x86_64-linux`: 1 checks, 0 failed, 1 seed(s) per case" in text
 
 
 def _report(coverage, results=(), **kw) -> SmokeReport:
@@ -70,8 +104,7 @@ def test_untested_error_is_exact_and_names_the_ways_out():
 
 
 def test_smoke_summary_names_contracts_and_no_seed():
-    ok = CaseResult("rms_norm:x", "rms_norm", 5, "values", True, 0.0, 1e-3, contract="rms_norm")
-    line = smoke_summary(_report((COVERED,), [ok]))
+    line = smoke_summary(_report((COVERED,), [OK]))
     assert line == "passed on torch213-cxx11-cpu-x86_64-linux (1 check(s), 0 failed; contracts: rms_norm)"
     assert "5" not in line.replace("x86_64", "")
     assert smoke_summary(_report((UNCOVERED,))).startswith("untested on ")

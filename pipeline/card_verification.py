@@ -1,0 +1,122 @@
+"""The card's verification summary: what smoke verified before upload, read from the
+SmokeReport (the publish gate's) and the project's recorded smoke runs on other devices
+(`benchmarks/results/<card>-smoke.json`, `smoke --json`).
+
+One function, `verification_summary`, makes the one value the card's template reads
+(`pipeline/templates/card/verification.md.j2`). A new fact about a smoke run (ops not
+available on a device, the tier of ops only the project's own tests check, failures by
+category) is a field here, filled from the report in `verification_summary` or
+`_op_row`, and a line in that template. Seeds are counted, never listed: they change on
+every run, and the card must not.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import Problem
+from pipeline.smoke.report import OpCoverage, ProjectTests, SmokeReport
+
+SMOKE_RECORDS = "*-smoke.json"  # beside the bench records in benchmarks/results/
+# Warnings the table already says (declined contract cases are its "declined" column).
+SHOWN_IN_TABLE = ("contract-case-declined",)
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One op's line in the card's verification table."""
+
+    op: str
+    contract: str | None  # the family, or None: no contract
+    how: str  # how it was bound: "--contract", "workspace", "inferred"
+    contract_cases: int
+    project_cases: int
+    dtypes: tuple[str, ...]
+    shapes: int
+    declined: int  # contract cases the op refused (passed, reported)
+    declined_kinds: tuple[str, ...] = ()  # what those cases were ("transposed", "row-strided")
+
+    @property
+    def declined_cell(self) -> str:
+        return f"{self.declined} ({', '.join(self.declined_kinds)})" if self.declined_kinds else str(self.declined)
+
+
+@dataclass(frozen=True)
+class SmokeRun:
+    """One smoke run, the publishing host's or one recorded on another device."""
+
+    device: str
+    variant: str
+    checks: int
+    failed: int
+    declined: int
+    seeds: int
+    passed: bool
+
+
+@dataclass(frozen=True)
+class VerificationSummary:
+    host: SmokeRun | None = None  # the run before this upload (None: not smoke-tested here)
+    ops: tuple[OpRow, ...] = ()
+    untested: tuple[str, ...] = ()  # ops published with --allow-untested
+    warnings: tuple[Problem, ...] = ()  # those the table does not already say
+    project_tests: ProjectTests | None = None
+    recorded: tuple[SmokeRun, ...] = ()  # the project's smoke records, other devices
+
+    @property
+    def empty(self) -> bool:
+        return self.host is None and not self.recorded and not self.untested
+
+
+def declined_kinds(case_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The input layouts among declined contract cases. A contract case is named
+    `op:family/dtype/shape/layout[/param=value...]`; a name of another form adds nothing."""
+    kinds = set()
+    for name in case_names:
+        parts = name.split(":", 1)[-1].split("/")
+        if len(parts) >= 4 and "=" not in parts[3]:
+            kinds.add(parts[3])
+    return tuple(sorted(kinds))
+
+
+def _op_row(c: OpCoverage) -> OpRow:
+    return OpRow(op=c.op, contract=c.contract, how=c.how, contract_cases=c.contract_cases,
+                 project_cases=c.project_cases, dtypes=tuple(c.dtypes), shapes=len(c.shapes),
+                 declined=len(c.declined), declined_kinds=declined_kinds(tuple(c.declined)))
+
+
+def _run(report: SmokeReport) -> SmokeRun:
+    return SmokeRun(device=report.device, variant=report.variant, checks=len(report.results),
+                    failed=len(report.failures), declined=sum(r.declined for r in report.results),
+                    seeds=len(report.seeds), passed=report.passed)
+
+
+def verification_summary(smoke: SmokeReport | None, *, untested: tuple[str, ...] = (),
+                         recorded: tuple[SmokeRun, ...] = ()) -> VerificationSummary:
+    """What the card says about verification: the publish gate's smoke report (None when this
+    host ran no variant), the ops published untested, the project's recorded runs."""
+    if smoke is None:
+        return VerificationSummary(untested=tuple(untested), recorded=tuple(recorded))
+    return VerificationSummary(
+        host=_run(smoke), ops=tuple(_op_row(c) for c in smoke.coverage), untested=tuple(untested),
+        warnings=tuple(w for w in smoke.warnings if w.severity == "warning" and w.code not in SHOWN_IN_TABLE),
+        project_tests=smoke.project_tests, recorded=tuple(recorded))
+
+
+def recorded_runs(project_root: Path | None) -> tuple[SmokeRun, ...]:
+    """The project's recorded smoke runs (`smoke --json` output kept in benchmarks/results/).
+    A file that is not one is left out: a malformed record must not stop a publish."""
+    results = Path(project_root) / "benchmarks" / "results" if project_root is not None else None
+    runs = []
+    for path in sorted(results.glob(SMOKE_RECORDS)) if results is not None and results.is_dir() else ():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            counts = doc["counts"]
+            runs.append(SmokeRun(device=str(doc["device"]), variant=str(doc["variant"]), checks=int(counts["total"]),
+                                 failed=int(counts["failed"]), declined=int(counts.get("declined", 0)),
+                                 seeds=len(doc.get("seeds") or ()), passed=bool(doc.get("passed"))))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return tuple(runs)
