@@ -3,10 +3,10 @@ SmokeReport (the publish gate's) and the project's recorded smoke runs on other 
 (`benchmarks/results/<card>-smoke.json`, `smoke --json`).
 
 One function, `verification_summary`, makes the one value the card's template reads
-(`pipeline/templates/card/verification.md.j2`). A new fact about a smoke run (ops not
-available on a device, the tier of ops only the project's own tests check, failures by
-category) is a field here, filled from the report in `verification_summary` or
-`_op_row`, and a line in that template. Seeds are counted, never listed: they change on
+(`pipeline/templates/card/verification.md.j2`): per op its contract or tier (ops not
+available on the device, ops only the project's own tests check), the categories a
+binding declines; per run its counts, the ops not available and, for a forced upload,
+failures by category. A new fact is a field here and a line in that template. Seeds are counted, never listed: they change on
 every run, and the card must not.
 """
 
@@ -37,10 +37,15 @@ class OpRow:
     shapes: int
     declined: int  # contract cases the op refused (passed, reported)
     declined_kinds: tuple[str, ...] = ()  # what those cases were ("transposed", "row-strided")
+    tier: str = "contract"  # OpCoverage.tier: contract, project-cases, project-tests, untested, unavailable
+    categories_declined: tuple[str, ...] = ()  # input categories the binding declines (not run)
 
     @property
     def declined_cell(self) -> str:
-        return f"{self.declined} ({', '.join(self.declined_kinds)})" if self.declined_kinds else str(self.declined)
+        cell = f"{self.declined} ({', '.join(self.declined_kinds)})" if self.declined_kinds else str(self.declined)
+        if self.categories_declined:
+            cell += f"; binding declines {', '.join(self.categories_declined)}"
+        return cell
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,13 @@ class SmokeRun:
     declined: int
     seeds: int
     passed: bool
+    device_type: str = ""  # what "not available on" names
+    unavailable: tuple[str, ...] = ()  # ops the variant ships no kernel of for the device
+    failures: tuple[tuple[str, str], ...] = ()  # (category, "2 crash, 1 wrong"), when published with --force
+
+    @property
+    def where(self) -> str:
+        return self.device_type or self.device
 
 
 @dataclass(frozen=True)
@@ -84,13 +96,20 @@ def declined_kinds(case_names: tuple[str, ...]) -> tuple[str, ...]:
 def _op_row(c: OpCoverage) -> OpRow:
     return OpRow(op=c.op, contract=c.contract, how=c.how, contract_cases=c.contract_cases,
                  project_cases=c.project_cases, dtypes=tuple(c.dtypes), shapes=len(c.shapes),
-                 declined=len(c.declined), declined_kinds=declined_kinds(tuple(c.declined)))
+                 declined=len(c.declined), declined_kinds=declined_kinds(tuple(c.declined)), tier=c.tier,
+                 categories_declined=tuple(c.categories_declined))
+
+
+def _grouped(groups: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((category, ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())))
+                 for category, kinds in sorted(groups.items()))
 
 
 def _run(report: SmokeReport) -> SmokeRun:
     return SmokeRun(device=report.device, variant=report.variant, checks=len(report.results),
                     failed=len(report.failures), declined=sum(r.declined for r in report.results),
-                    seeds=len(report.seeds), passed=report.passed)
+                    seeds=len(report.seeds), passed=report.passed, device_type=report.device_type,
+                    unavailable=report.unavailable, failures=_grouped(report.failures_by_category()))
 
 
 def verification_summary(smoke: SmokeReport | None, *, untested: tuple[str, ...] = (),
@@ -114,9 +133,13 @@ def recorded_runs(project_root: Path | None) -> tuple[SmokeRun, ...]:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
             counts = doc["counts"]
+            absent = doc.get("not_available") or {}
             runs.append(SmokeRun(device=str(doc["device"]), variant=str(doc["variant"]), checks=int(counts["total"]),
                                  failed=int(counts["failed"]), declined=int(counts.get("declined", 0)),
-                                 seeds=len(doc.get("seeds") or ()), passed=bool(doc.get("passed"))))
+                                 seeds=len(doc.get("seeds") or ()), passed=bool(doc.get("passed")),
+                                 device_type=str(absent.get("device") or ""),
+                                 unavailable=tuple(str(o) for o in absent.get("ops") or ()),
+                                 failures=_grouped(doc.get("failures_by_category") or {})))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return tuple(runs)

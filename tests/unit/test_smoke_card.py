@@ -122,3 +122,26 @@ def test_delegation_verdicts_serialise():
                                                                           "3x8191, 2x262144, 1024x4096")])
 def test_shape_summary(limit, shown):
     assert COVERED.shape_summary(limit) == shown
+
+
+def test_ops_not_available_and_tested_by_the_projects_tests_only_are_said_so():
+    absent = OpCoverage(op="gelu_cuda_only", schema="(Tensor! out, Tensor input) -> ()", contract=None, how="",
+                        available=False)
+    by_tests = OpCoverage(op="twice", schema="(Tensor input) -> Tensor", contract=None, how="", project_tests=2)
+    declining = OpCoverage(**{**COVERED.__dict__, "categories_declined": ("empty",)})
+    report = SmokeReport(kernel="k", kernel_id="_k", variant="torch-cpu", device="cpu", project="k",
+                         results=(OK,), coverage=(absent, by_tests, declining), device_type="cpu")
+    text = _card(verification=verification_summary(report))
+    assert "| `gelu_cuda_only` | not available on cpu (this variant ships no kernel of it there) |" in text
+    assert "| `twice` | none: tested by the project's own tests only | 0 | 0 |" in text
+    assert "binding declines empty |" in text
+    assert report.untested == () and report.unavailable == ("gelu_cuda_only",)
+
+
+def test_a_forced_card_groups_the_failures_by_category():
+    crash = CaseResult("relu:x", "relu", 5, "values", False, contract="relu", kind="crash", category="misaligned")
+    wrong = CaseResult("relu:y", "relu", 5, "values", False, contract="relu", kind="wrong", category="transposed")
+    report = SmokeReport(kernel="k", kernel_id="_k", variant="torch-cpu", device="cpu", project="k",
+                         results=(OK, crash, crash, wrong), coverage=(COVERED,), device_type="cpu")
+    text = _card(verification=verification_summary(report))
+    assert "Failed checks by input category (published with `--force`): misaligned: 2 crash; transposed: 1 wrong." in text
