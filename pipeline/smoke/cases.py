@@ -49,6 +49,7 @@ class Case:
     shape: tuple[int, ...] | None = None  # the main input's shape, when known before drawing
     dtype: str | None = None
     floor: float = 0.0  # errors are relative to max(|ref|, floor * sqrt(n)) (contracts.base.Contract)
+    category: str = ""  # a contract case's input category (pipeline.contracts.CATEGORIES); "" for a project case
 
 
 # --------------------------------------------------------------------------
@@ -146,9 +147,9 @@ def contract_case(op: str, contract, form, sample) -> Case:
         inputs = contract.make(sample, gen, device)
         bound = form.bind(sample, inputs, device)
         return Call(args=bound.args, poison=bound.poison, written=bound.written, read=bound.read,
-                    reference=lambda: contract.reference(sample, inputs), dtype=sample.torch_dtype)
+                    reference=lambda: form.checks(contract.reference(sample, inputs)), dtype=sample.torch_dtype)
 
     return Case(name=f"{op}:{sample.name}", op=op, make=make,
                 bound=lambda dtype: contract.bound(str(dtype).removeprefix("torch."), sample),
                 contract=contract.family, refusable=sample.refusable, shape=sample.shape, dtype=sample.dtype,
-                floor=contract.floor)
+                floor=contract.floor, category=sample.category)

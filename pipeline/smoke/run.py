@@ -16,7 +16,7 @@ from pipeline.smoke.coverage import coverage_of, plan_warnings
 from pipeline.smoke.delegation import profile_call
 from pipeline.smoke.harness import CaseStats, RunState, bookkeeping, generators, run_seed, schedule_for
 from pipeline.smoke.opchecks import run_compile, run_opcheck
-from pipeline.smoke.plan import CLI, WORKSPACE, OpPlan, bench_shapes, contract_cases, plan_ops
+from pipeline.smoke.plan import Binding, OpPlan, bench_shapes, contract_cases, plan_ops
 from pipeline.smoke.project_tests import run_project_tests
 from pipeline.smoke.report import CaseResult, Delegation, SmokeReport
 from pipeline.smoke.weak import weak_warnings
@@ -201,10 +201,10 @@ def dtype_refusals_declined(results: list[CaseResult], cases: list[Case]) -> lis
     return out
 
 
-def _bindings(cli: tuple[tuple[str, str], ...], workspace: tuple[tuple[str, str], ...]) -> dict:
-    """op -> (family, how): --contract wins over the workspace file."""
-    found = {op: (family, WORKSPACE) for op, family in workspace}
-    found.update({op: (family, CLI) for op, family in cli})
+def _bindings(cli: tuple[tuple[str, Binding], ...], workspace: tuple[tuple[str, Binding], ...]) -> dict:
+    """op -> Binding: --contract (parse_bindings, how=CLI) wins over the workspace file (how=WORKSPACE)."""
+    found = dict(workspace)
+    found.update(dict(cli))
     return found
 
 
