@@ -76,8 +76,8 @@ def flash_ln_limits(sample: Sample) -> bool:
 
 WEIGHT = In("weight", names=roles.WEIGHT + ("gamma0",), optional=True, absent=(("weight", "none"),))
 BIAS = In("bias", names=roles.BIAS + ("beta0",), optional=True, absent=(("bias", "none"),))
-MEAN = Out("mean", names=roles.MEAN, extra=True, shape=roles.per_row, rows=True)
-RSTD = Out("rstd", names=roles.RSTD, extra=True, shape=roles.per_row, rows=True)
+MEAN = Out("mean", names=roles.MEAN, extra=True, shape=roles.flat_rows, rows=True)
+RSTD = Out("rstd", names=roles.RSTD, extra=True, shape=roles.flat_rows, rows=True)
 
 SIGNATURE = Signature(
     inputs=(In("x", names=roles.X, inplace="y"), WEIGHT, BIAS, In("eps", "float", names=roles.EPS)),

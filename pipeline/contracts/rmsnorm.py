@@ -71,7 +71,7 @@ WEIGHTLESS = (("weight", "none"),)
 X = In("x", names=roles.X, inplace="y")
 WEIGHT = In("weight", names=roles.WEIGHT, optional=True, absent=WEIGHTLESS)
 EPS = In("eps", "float", names=roles.EPS)
-RSTD = Out("rstd", names=roles.RSTD, extra=True, shape=roles.per_row, rows=True)
+RSTD = Out("rstd", names=roles.RSTD, extra=True, shape=roles.flat_rows, rows=True)
 
 SIGNATURE = Signature(
     inputs=(X, WEIGHT, EPS),

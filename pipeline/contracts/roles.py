@@ -48,6 +48,11 @@ def per_row(sample: Sample) -> tuple[int, ...]:
     return tuple(sample.shape[:-1])
 
 
+def flat_rows(sample: Sample) -> tuple[int, ...]:
+    """One value per row, flat: how kernels allocate rstd and mean ([rows])."""
+    return (sample.elements // sample.shape[-1] if sample.shape[-1] else 0,) if sample.shape else ()
+
+
 @dataclass(frozen=True)
 class In:
     """An input role: `inputs[key]` is passed for it."""
@@ -69,7 +74,8 @@ class Out:
     extra: bool = False  # rstd, mean: checked when the op produces it, never required
     optional: bool = False  # a primary output a form may lack (the bias gradient of a bias-less form)
     shape: Callable[[Sample], tuple] = like_x  # for an out-argument the harness allocates
-    rows: bool = False  # one value per row: read back from any shape of that many elements, any float dtype
+    rows: bool = False  # one value per row: read back from any shape of that many elements, any float dtype,
+    #                     as the reference's per_row shape
 
 
 @dataclass(frozen=True)
@@ -437,7 +443,7 @@ def bind_of(sig: Signature, layout: Layout) -> Callable[[Sample, Inputs, torch.d
                 if key not in checked:
                     continue  # never compared, so never read: not even for determinism
                 role = sig.output(key)
-                found[key] = _rows(value, sample, role.shape(sample)) if role.rows else value
+                found[key] = _rows(value, sample, per_row(sample)) if role.rows else value
             return found
 
         return Bound(args=args, poison=tuple(poison), written=tuple(written), read=read)
@@ -501,7 +507,7 @@ def name_score(op: str, names: tuple[str, ...]) -> int:
 # --------------------------------------------------------------------------
 # Names real projects give their arguments, shared by the families
 
-X = ("x", "input", "inp", "inputs", "hidden_states", "hidden", "self", "src", "a")
+X = ("x", "input", "inp", "inputs", "hidden_states", "hidden", "self", "src")
 Y = ("out", "output", "result", "y", "o", "dst")
 WEIGHT = ("weight", "w", "gamma", "norm_weight", "ln_weight", "weight_bf16")
 BIAS = ("bias", "b", "beta", "norm_bias", "ln_bias")
