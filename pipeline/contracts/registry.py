@@ -55,6 +55,10 @@ def forms_matching(contract: Contract, schema: Any, op_name: str | None = None, 
         if matches(form.parsed, schema):
             found.append(form)
     if found:
+        options = [k for k in ("args", "roles", "returns", "unchecked") if getattr(binding, k, ())]
+        if options:
+            return Match(contract, (), f"its schema is one of {contract.family}'s hand-written forms, which take no "
+                                       f"{', '.join(options)} (only declines)")
         named = [f for f in found if op_name in contract.names_of(f)]
         return Match(contract, tuple(named or found)[:1])
     form, why = _signature_form(contract, schema, op_name, binding)

@@ -88,7 +88,7 @@ def _categories(contract, form) -> set[str]:
     return {s.category for s in contract.samples("cpu", form)}
 
 
-def _planned(op: str, text: str, contract, form, how: str, binding: Binding | None, note: str = "") -> OpPlan:
+def _planned(op: str, text: str, contract, form, how: str, binding: Binding | None) -> OpPlan:
     layout = form.layout
     declines = tuple(binding.declines) if binding is not None else ()
     limits = tuple(c for c in CATEGORIES if c not in declines and c not in _categories(contract, form))
@@ -96,7 +96,7 @@ def _planned(op: str, text: str, contract, form, how: str, binding: Binding | No
         checked, unchecked, given, roles = form.outputs, (), (), ""
     else:
         checked, unchecked, given, roles = layout.outputs, layout.unchecked, layout.given, layout.describe()
-    return OpPlan(op, text, contract.family, how, forms=(form,), note=note, declines=declines, limits=limits,
+    return OpPlan(op, text, contract.family, how, forms=(form,), declines=declines, limits=limits,
                   checked=checked, unchecked=unchecked, given=given, roles=roles)
 
 

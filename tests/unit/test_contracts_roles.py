@@ -330,3 +330,12 @@ def test_a_wrong_binding_in_the_workspace_file_names_its_line(tmp_path, line, co
 def test_every_category_can_be_declined_and_nothing_else():
     for category in CATEGORIES:
         assert parse_bindings([f"a=relu:declines={category}"])[0][1].declines == (category,)
+
+
+def test_a_hand_written_form_takes_declines_but_no_other_option():
+    text = "(Tensor x1, Tensor x2, Tensor cos, Tensor sin, Tensor(a!) out1, Tensor(b!) out2, bool conj) -> ()"
+    _, plan = _one(text, impls.apply_rotary, Binding("rotary", declines=("huge",)), name="apply_rotary")
+    assert plan.code == "" and plan.declines == ("huge",) and plan.checked == ("y",)
+    assert "huge" not in {c.category for c in contract_cases(plan, "cpu")}
+    _, plan = _one(text, impls.apply_rotary, Binding("rotary", args=(("conj", True),)), name="apply_rotary")
+    assert plan.code == "contract-schema-mismatch" and "hand-written forms, which take no args" in plan.note
