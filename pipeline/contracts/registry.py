@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.contracts import activation, adaln, backward, glu, layernorm, rmsnorm, rotary, softmax
-from pipeline.contracts.base import Contract, Form, matches, schema_text
+from pipeline.contracts.base import Contract, Form, _everything, matches, schema_text
 from pipeline.contracts.roles import Mismatch, form_of, match, name_score
 
 __all__ = ["CONTRACTS", "Match", "bound", "forms_matching", "infer", "schema_text"]
@@ -34,11 +34,7 @@ def _signature_form(contract: Contract, schema: Any, op: str | None, binding: An
     except Mismatch as exc:
         return None, str(exc)
     preset = sig.preset(op)
-    return form_of(sig, layout, schema, supports=preset.supports if preset else form_supports_all), ""
-
-
-def form_supports_all(sample) -> bool:
-    return True
+    return form_of(sig, layout, schema, supports=preset.supports if preset else _everything), ""
 
 
 def forms_matching(contract: Contract, schema: Any, op_name: str | None = None, *, inferring: bool = False,
