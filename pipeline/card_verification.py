@@ -39,12 +39,18 @@ class OpRow:
     declined_kinds: tuple[str, ...] = ()  # what those cases were ("transposed", "row-strided")
     tier: str = "contract"  # OpCoverage.tier: contract, project-cases, project-tests, untested, unavailable
     categories_declined: tuple[str, ...] = ()  # input categories the binding declines (not run)
+    categories_limited: tuple[str, ...] = ()  # categories the bound form's limits leave without cases
+    unchecked: tuple[str, ...] = ()  # outputs no check reads
 
     @property
     def declined_cell(self) -> str:
         cell = f"{self.declined} ({', '.join(self.declined_kinds)})" if self.declined_kinds else str(self.declined)
         if self.categories_declined:
             cell += f"; binding declines {', '.join(self.categories_declined)}"
+        if self.categories_limited:
+            cell += f"; no {', '.join(self.categories_limited)} cases (form's limits)"
+        if self.unchecked:
+            cell += f"; unchecked: {', '.join(self.unchecked)}"
         return cell
 
 
@@ -97,7 +103,8 @@ def _op_row(c: OpCoverage) -> OpRow:
     return OpRow(op=c.op, contract=c.contract, how=c.how, contract_cases=c.contract_cases,
                  project_cases=c.project_cases, dtypes=tuple(c.dtypes), shapes=len(c.shapes),
                  declined=len(c.declined), declined_kinds=declined_kinds(tuple(c.declined)), tier=c.tier,
-                 categories_declined=tuple(c.categories_declined))
+                 categories_declined=tuple(c.categories_declined), categories_limited=tuple(c.categories_limited),
+                 unchecked=tuple(c.unchecked))
 
 
 def _grouped(groups: dict) -> tuple[tuple[str, str], ...]:

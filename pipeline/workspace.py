@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.contracts import Binding
 from pipeline.errors import MatrixError, PublishError, WorkspaceError
 from pipeline.matrix import (MatrixEntry, Variant, compute_matrix, full_table_policy, load_table, reduced_policy,
                              version_key)
@@ -35,8 +36,8 @@ class Kernel:
     variants: tuple[Variant, ...]  # the full build matrix
     ci_variants: tuple[Variant, ...]
     shown: str  # the project's path as printed (relative to the workspace root when there is one)
-    # ((op, contract family), ...) bound by the workspace file (smoke adds --contract on top)
-    contracts: tuple[tuple[str, str], ...] = ()
+    # ((op, pipeline.contracts.Binding), ...) bound by the workspace file (smoke adds --contract on top)
+    contracts: tuple[tuple[str, Binding], ...] = ()
 
     @property
     def root(self) -> Path:

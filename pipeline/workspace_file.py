@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline import toml
-from pipeline.contracts import FAMILIES, unknown_family_hint
+from pipeline.contracts import FAMILIES, OPTIONS, WORKSPACE, Binding, check_categories, unknown_family_hint
 from pipeline.errors import WorkspaceError
 from pipeline.policy import KNOWN_BACKENDS, MatrixPolicy
 
@@ -23,10 +23,10 @@ class Workspace:
     namespace: str
     matrix: MatrixPolicy
     ci_matrix: MatrixPolicy
-    # [workspace.contracts.<kernel>]: kernel directory name -> ((op, contract family), ...)
+    # [workspace.contracts.<kernel>]: kernel directory name -> ((op, Binding), ...)
     contracts: dict = field(default_factory=dict)
 
-    def contracts_for(self, kernel_dir: str) -> tuple[tuple[str, str], ...]:
+    def contracts_for(self, kernel_dir: str) -> tuple[tuple[str, Binding], ...]:
         return self.contracts.get(kernel_dir, ())
 
     def kernel(self, name: str) -> Path:
@@ -121,8 +121,49 @@ def _policy(table: dict, name: str, path: Path, text: str, default: MatrixPolicy
     return MatrixPolicy(**values)
 
 
+_BINDING_HINT = ('e.g. rms_norm = "rms_norm", or apply_rms_norm = { family = "rms_norm", declines = ["empty"], '
+                 'unchecked = ["rstd"] }, or dropout_add_ln_fwd = { family = "layer_norm", args = { z_numrows = 0 } }')
+
+
+def _binding(value, op: str, name: str, path: Path, text: str) -> Binding:
+    """One op's binding: "FAMILY", or an inline table { family = ..., declines = [...], args = {...}, ... }."""
+    line = toml.key_line(text, op, name)
+
+    def wrong(message: str, code: str = "workspace-type-error", hint: str = _BINDING_HINT) -> WorkspaceError:
+        return WorkspaceError(f"[{name}].{op}: {message}", path=str(path), line=line, code=code, hint=hint)
+
+    if isinstance(value, str):
+        value = {"family": value}
+    if not isinstance(value, dict) or not isinstance(value.get("family"), str):
+        raise wrong("must be a contract family, or a table with family = \"FAMILY\"")
+    unknown = sorted(set(value) - {"family", *OPTIONS})
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], OPTIONS, n=1)
+        raise wrong(f"unknown key {unknown[0]!r}", code="workspace-key-unknown",
+                    hint=(f"did you mean {close[0]!r}? " if close else "") + f"keys: family, {', '.join(OPTIONS)}")
+    family = value["family"]
+    if family not in FAMILIES:
+        raise wrong(f"no contract family {family!r}", code="contract-unknown", hint=unknown_family_hint(family))
+    lists = {}
+    for key in ("declines", "unchecked", "returns"):
+        items = value.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise wrong(f"{key} must be a list of strings")
+        lists[key] = tuple(items)
+    for key, kinds in (("args", (bool, int, float)), ("roles", (str,))):
+        table = value.get(key, {})
+        if not isinstance(table, dict) or not all(isinstance(v, kinds) for v in table.values()):
+            what = "numbers or booleans" if key == "args" else "argument names"
+            raise wrong(f"{key} must be a table of {what}")
+    declines = check_categories(lists["declines"], WorkspaceError, f"[{name}].{op}.declines", path=str(path),
+                                line=line)
+    return Binding(family, WORKSPACE, declines=declines, args=tuple(value.get("args", {}).items()),
+                   roles=tuple(value.get("roles", {}).items()), returns=lists["returns"],
+                   unchecked=lists["unchecked"])
+
+
 def _contracts(table, path: Path, text: str, kernel_names: tuple[str, ...]) -> dict:
-    """[workspace.contracts.<kernel>] tables: `OP = "FAMILY"` per line."""
+    """[workspace.contracts.<kernel>] tables: `OP = "FAMILY"` or `OP = { family = ..., ... }` per line."""
     if not isinstance(table, dict):
         raise WorkspaceError("[workspace.contracts] must be a table of tables", path=str(path),
                              line=toml.key_line(text, "contracts", "workspace"), code="workspace-type-error",
@@ -137,15 +178,10 @@ def _contracts(table, path: Path, text: str, kernel_names: tuple[str, ...]) -> d
                                  code="workspace-contract-kernel-unknown",
                                  hint=(f"did you mean {close[0]!r}? " if close else "")
                                  + f"kernels: {', '.join(kernel_names) or 'none'} (their directory names)")
-        if not isinstance(ops, dict) or not all(isinstance(v, str) for v in ops.values()):
+        if not isinstance(ops, dict):
             raise WorkspaceError(f"[{name}] must map op names to contract families", path=str(path), line=line,
-                                 code="workspace-type-error", hint='e.g. rms_norm = "rms_norm"')
-        for op, family in ops.items():
-            if family not in FAMILIES:
-                raise WorkspaceError(f"[{name}].{op}: no contract family {family!r}", path=str(path),
-                                     line=toml.key_line(text, op, name), code="contract-unknown",
-                                     hint=unknown_family_hint(family))
-        found[kernel] = tuple(ops.items())
+                                 code="workspace-type-error", hint=_BINDING_HINT)
+        found[kernel] = tuple((op, _binding(value, op, name, path, text)) for op, value in ops.items())
     return found
 
 

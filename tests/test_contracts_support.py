@@ -64,7 +64,160 @@ def fused_functional(x, r, w, eps):
 
 
 def layer_norm(x, w, b, eps):
-    return F.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float(), eps).to(x.dtype)
+    return F.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float() if b is not None else None,
+                        eps).to(x.dtype)
+
+
+def row_stats(x, eps, rms_only=False):
+    """(mean, rstd) per row in float32, flat."""
+    xf = x.float().reshape(-1, x.shape[-1]) if x.shape[-1] else x.float().reshape(0, 0)
+    mean = torch.zeros(xf.shape[0]) if rms_only else xf.mean(-1)
+    centred = xf if rms_only else xf - mean[:, None]
+    return mean, torch.rsqrt(centred.pow(2).mean(-1) + eps)
+
+
+def _empty():
+    return torch.empty(0)
+
+
+# --- the real projects' schemas, implemented in Python ------------------------------
+# kernels-community rmsnorm: [y, rstd] and its backward
+
+def apply_rms_norm(x, w, eps):
+    return [rms(x, w, eps), row_stats(x, eps, rms_only=True)[1].reshape(x.shape[:-1])]
+
+
+def _autograd(fn, x, w, b, dy):
+    xs = x.detach().float().requires_grad_(True)
+    ws = w.detach().float().requires_grad_(True)
+    bs = b.detach().float().requires_grad_(True) if b is not None else None
+    with torch.enable_grad():
+        y = fn(xs, ws, bs)
+        if y.numel():
+            y.backward(dy.float())
+    grads = [t.grad if t is not None and t.grad is not None else (torch.zeros_like(t) if t is not None else None)
+             for t in (xs, ws, bs)]
+    return [g.to(x.dtype) if g is not None else None for g in grads]
+
+
+def _rms_f32(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def apply_rms_norm_backward(dy, x, w, y, rstd, eps, need_dx, need_dw):
+    dx, dw, _ = _autograd(lambda a, b, c: _rms_f32(a, b, eps), x, w, None, dy)
+    return [dx, dw]
+
+
+# tinygrad-rms: weightless, 1/rms as an out-argument
+def tinygrad_rms_norm(out, rms_inv, x, eps):
+    rstd = row_stats(x, eps, rms_only=True)[1]
+    rms_inv.copy_(rstd)
+    out.copy_((x.float() * rstd.reshape(*x.shape[:-1], 1)).to(x.dtype))
+
+
+def tinygrad_rms_norm_inplace(out, x, eps):
+    tinygrad_rms_norm(out, torch.empty(x.numel() // max(x.shape[-1], 1)), x, eps)
+
+
+# flash-attention's layer norm (kernels-community layer-norm)
+def dropout_add_ln_fwd(x, gamma, beta, rowscale, colscale, x0_subset, z_subset, dropout_p, eps, rowscale_const,
+                       z_numrows, gen, residual_in_fp32, is_rms_norm):
+    assert dropout_p == 0.0 and rowscale is None and colscale is None and x0_subset is None
+    if is_rms_norm:
+        mean, rstd = row_stats(x, eps, rms_only=True)
+        z = rms(x, gamma, eps) if beta is None else (rms(x, gamma, eps).float() + beta.float()).to(x.dtype)
+    else:
+        mean, rstd = row_stats(x, eps)
+        z = layer_norm(x, gamma, beta, eps)
+    return [z, _empty(), _empty(), mean, rstd]
+
+
+def dropout_add_ln_bwd(dz, dx, x, x0, dmask, mu, rsigma, gamma, rowscale, colscale, x0_subset, z_subset, dropout_p,
+                       rowscale_const, x0_numrows, has_residual, is_rms_norm):
+    assert dx is None and dmask is None and not has_residual and not is_rms_norm
+    # from the saved statistics, as the kernel does
+    xf, dzf, g = x.float(), dz.float(), gamma.float()
+    x_hat = (xf - mu[:, None]) * rsigma[:, None]
+    wdy = dzf * g
+    n = x.shape[-1]
+    dx0 = rsigma[:, None] * (wdy - wdy.mean(-1, keepdim=True) - x_hat * (wdy * x_hat).mean(-1, keepdim=True))
+    dgamma = (dzf * x_hat).sum(0)
+    dbeta = dzf.sum(0)
+    del n
+    return [dx0.to(x.dtype), _empty(), dgamma.to(gamma.dtype), dbeta.to(gamma.dtype), _empty(), _empty()]
+
+
+# mlx-rmsnorm: the output third, gradients as out-arguments
+def launch_forward_kernel(x, w, out, eps):
+    out.copy_(rms(x, w, eps))
+
+
+def launch_backward_kernel(x, w, dy, grad_input, grad_weight, eps):
+    dx, dw, _ = _autograd(lambda a, b, c: _rms_f32(a, b, eps), x, w, None, dy)
+    grad_input.copy_(dx)
+    grad_weight.copy_(dw)
+
+
+def gelu_new(x):
+    xf = x.float()
+    return 0.5 * xf * (1.0 + torch.tanh(0.79788456 * (xf + 0.044715 * xf.pow(3))))
+
+
+def gelu_fast(x):
+    xf = x.float()
+    return 0.5 * xf * (1.0 + torch.tanh(0.79788456 * xf * (1.0 + 0.044715 * xf * xf)))
+
+
+def swigluoai_and_mul(out, x, alpha=1.702, limit=7.0):  # the dispatcher leaves defaults out
+    gate, up = x.float()[..., 0::2].clamp(max=limit), x.float()[..., 1::2].clamp(-limit, limit)
+    out.copy_(((up + 1) * gate * torch.sigmoid(alpha * gate)).to(x.dtype))
+
+
+def _writes(fn):
+    return lambda out, x: out.copy_(fn(x).to(x.dtype))
+
+
+# name -> (schema as the project registers it, implementation, family it must get, binding or None (inferred))
+REAL_PROJECT_OPS = {
+    "apply_rms_norm": ("(Tensor hidden_states, Tensor weight, float variance_epsilon) -> Tensor[]", apply_rms_norm,
+                       "rms_norm", None),
+    "apply_rms_norm_backward": ("(Tensor grad_output, Tensor hidden_states, Tensor weight, Tensor output, Tensor rstd, "
+                                "float variance_epsilon, bool input_requires_grad, bool weight_requires_grad) "
+                                "-> Tensor[]", apply_rms_norm_backward, "rms_norm_backward", None),
+    "tinygrad_rms_norm": ("(Tensor(a!) out, Tensor(b!) rms_inv, Tensor input, float epsilon) -> ()", tinygrad_rms_norm,
+                          "rms_norm", None),
+    "tinygrad_rms_norm_inplace": ("(Tensor(a!) out, Tensor input, float epsilon) -> ()", tinygrad_rms_norm_inplace,
+                                  "rms_norm", None),
+    "dropout_add_ln_fwd": ("(Tensor input, Tensor gamma, Tensor? beta, Tensor? rowscale, Tensor? colscale, "
+                           "Tensor? x0_subset, Tensor? z_subset, float dropout_p, float epsilon, float rowscale_const, "
+                           "int z_numrows, Generator? gen, bool residual_in_fp32, bool is_rms_norm) -> Tensor[]",
+                           dropout_add_ln_fwd, "layer_norm", None),
+    "dropout_add_ln_bwd": ("(Tensor dz, Tensor? dx, Tensor x, Tensor? x0, Tensor? dmask, Tensor mu, Tensor rsigma, "
+                           "Tensor gamma, Tensor? rowscale, Tensor? colscale, Tensor? x0_subset, Tensor? z_subset, "
+                           "float dropout_p, float rowscale_const, int x0_numrows, bool has_residual, "
+                           "bool is_rms_norm) -> Tensor[]", dropout_add_ln_bwd, "layer_norm_backward", None),
+    "launch_forward_kernel": ("(Tensor input, Tensor weight, Tensor(a!) output, float epsilon) -> ()",
+                              launch_forward_kernel, "rms_norm", "rms_norm"),
+    "launch_backward_kernel": ("(Tensor input, Tensor weight, Tensor grad_output, Tensor(a!) grad_input, "
+                               "Tensor(a!)? grad_weight, float epsilon) -> ()", launch_backward_kernel,
+                               "rms_norm_backward", "rms_norm_backward"),
+    # activation's ops, and megablocks' with the input marked writable
+    "gelu_new": ("(Tensor(a!) out, Tensor input) -> ()", _writes(gelu_new), "gelu_new", None),
+    "gelu_fast": ("(Tensor(a!) out, Tensor(b!) input) -> ()", _writes(gelu_fast), "gelu_fast", None),
+    "gelu_tanh_and_mul": ("(Tensor(a!) out, Tensor(b!) input) -> ()",
+                          lambda out, x: out.copy_(glu(x, True, lambda g: F.gelu(g, approximate="tanh"))),
+                          "gelu_tanh_and_mul", None),
+    "swigluoai_and_mul": ("(Tensor(a!) out, Tensor input, float alpha=1.702, float limit=7.0) -> ()",
+                          swigluoai_and_mul, "swigluoai_and_mul", None),
+    # vLLM's rms_norm: an optional weight
+    "rms_norm": ("(Tensor(a!) result, Tensor input, Tensor? weight, float epsilon) -> ()",
+                 lambda out, x, w, eps: out.copy_(rms(x, w, eps)), "rms_norm", None),
+}
+
+
+def real_project_ops() -> types.SimpleNamespace:
+    return namespace({name: (schema, fn) for name, (schema, fn, _, _) in REAL_PROJECT_OPS.items()})
 
 
 def glu(x, gate_first: bool, act):
@@ -150,11 +303,6 @@ def correct_ops() -> dict[str, tuple[str, object]]:
         "layer_norm": ("(Tensor(a!) out, Tensor input, Tensor weight, Tensor bias, float eps) -> ()",
                        lambda out, x, w, b, eps: out.copy_(layer_norm(x, w, b, eps))),
         "layernorm": ("(Tensor input, Tensor weight, Tensor bias, float eps) -> Tensor", layer_norm),
-        "dropout_add_ln_fwd": ("(Tensor input, Tensor gamma, Tensor? beta, Tensor? rowscale, Tensor? colscale, "
-                               "Tensor? x0_subset, Tensor? z_subset, float dropout_p, float epsilon, "
-                               "float rowscale_const, int z_numrows, Generator? gen, bool residual_in_fp32, "
-                               "bool is_rms_norm) -> Tensor[]",
-                               lambda x, g, b, *rest: [layer_norm(x, g, b, rest[5])]),
         "geglu": ("(Tensor(a!) out, Tensor input, bool approximate_tanh, bool gate_first) -> ()", geglu_flags),
         "silu_and_mul": ("(Tensor(a!) out, Tensor input) -> ()",
                          lambda out, x: out.copy_(glu(x, True, F.silu))),

@@ -58,7 +58,7 @@ def add_arguments(parser) -> None:
                         help="upload even if check or smoke fails (recorded in the kernel card)")
     parser.add_argument("--rebuild", action="store_true", help="build the host's variant even if a build exists")
     parser.add_argument("--no-verify", action="store_true", help="skip get_kernel verification after the upload")
-    parser.add_argument("--contract", action="append", default=[], metavar="OP=FAMILY",
+    parser.add_argument("--contract", action="append", default=[], metavar="OP=FAMILY[:KEY=VALUE,...]",
                         help="smoke-test op OP against contract FAMILY (repeatable; overrides the workspace file)")
     parser.add_argument("--allow-untested", action="store_true",
                         help="publish even if an op has no contract and no case (the card marks it untested)")

@@ -22,7 +22,9 @@ the same addresses and repeats must be bit-identical. Project cases' bounds:
 {', '.join(f'{k} {v:g}' for k, v in TOLERANCE.items() if k != 'float64')} (relative norm error).
 
 An op's contract: --contract OP=FAMILY, else [workspace.contracts.<kernel>] in
-the workspace build.toml, else inferred from the op's name and schema.
+the workspace build.toml, else inferred from the op's name and schema. A binding
+may add KEY=VALUE options: declines=empty+huge (input categories not run, said
+on the card), unchecked=rstd, args=..., roles=... (pipeline/contracts/).
 Families: {', '.join(FAMILIES)}.
 
 The kernel runs in a worker process: a case that crashes it, hangs past
@@ -47,7 +49,7 @@ def add_arguments(parser) -> None:
                         help="a build tree holding variant directories (or its parent)")
     parser.add_argument("--kernel", type=Path, default=None, metavar="PATH",
                         help="the kernel project whose cases to run (default: the workspace kernel named in the build)")
-    parser.add_argument("--contract", action="append", default=[], metavar="OP=FAMILY",
+    parser.add_argument("--contract", action="append", default=[], metavar="OP=FAMILY[:KEY=VALUE,...]",
                         help="check op OP against contract FAMILY (repeatable; overrides the workspace file)")
     parser.add_argument("--seeds", type=int, default=DEFAULT_TRIALS, metavar="N",
                         help=f"random trials per case (default {DEFAULT_TRIALS})")
@@ -103,6 +105,10 @@ def _print_coverage(report, output) -> None:
             what += f"; dtypes {', '.join(c.dtypes) or '-'}; {len(c.shapes)} shape(s)"
         if c.categories_declined:
             what += f"; declines {', '.join(c.categories_declined)} (binding)"
+        if c.categories_limited:
+            what += f"; no {', '.join(c.categories_limited)} cases (the form's limits)"
+        if c.unchecked:
+            what += f"; unchecked outputs: {', '.join(c.unchecked)}"
         output.result(f"  {c.op}: {what}" + ("" if c.tested else "  UNTESTED"))
 
 

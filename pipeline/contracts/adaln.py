@@ -116,9 +116,9 @@ ADALN = Contract(
     names=("adaln", "ada_layer_norm", "adaptive_layer_norm", "adaln_modulate", "fused_adaln"),
     forms=(
         Form("(Tensor! out, Tensor x, Tensor scale, Tensor shift, float eps, bool rms, int seq) -> ()", _bind_ours,
-             sweep=(("norm", ("layer", "rms")), ("mod_dtype", ("fp32", "x")))),
+             sweep=(("norm", ("layer", "rms")), ("mod_dtype", ("fp32", "x"))), outputs=("y",)),
         Form("(Tensor x, Tensor scale, Tensor shift, float eps) -> Tensor", _bind_functional,
-             fixed=(("norm", "layer"),)),
+             fixed=(("norm", "layer"),), outputs=("y",)),
     ),
     samples=_samples,
     make=_make,

@@ -2,12 +2,15 @@
 
 A `Contract` (one per family) generates `Sample`s: problem instances described
 before any tensor exists (dtype, shape, storage layout, the family's knobs
-such as eps or the rotary pairing). `make` draws a sample's canonical inputs,
-`reference` computes its canonical outputs in float64. A `Form` is one schema
-the family accepts; its `bind` lays the canonical inputs out as that schema's
-arguments (allocating out-arguments, passing in-place ones) and says how to
-read the canonical outputs back after the call. So one reference serves every
-form, and a project never supplies either.
+such as eps or the rotary pairing), each of one input category. `make` draws a
+sample's canonical inputs, `reference` computes its canonical outputs in
+float64. A `Form` is one way of calling an op of the family; its `bind` lays the
+canonical inputs out as the op's arguments (allocating out-arguments, passing
+in-place ones) and says how to read the canonical outputs back after the call.
+So one reference serves every form, and a project never supplies either. Most
+families describe their arguments as roles (`roles.Signature`): a form is then
+made for the op's own schema; a few keep hand-written forms (`Form`s with a
+fixed schema) for layouts roles cannot say (rotary's pair views).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ FP32_SUM_GROWTH = 4.0
 ACTIVATION_TOLERANCE = {"float32": 1e-4, "float16": 1e-3, "bfloat16": 8e-3}
 ACTIVATION_FLOOR = 1e-2  # outputs of the far tail are ~0 and judged absolutely
 
+# A sample of at least this many elements is of category "huge": the size a
+# benchmark runs at, where kernels switch to other code paths (split reductions,
+# 64-bit indexing, a "too big, copy it through" shortcut). Every contract has
+# one on every device, the CPU included (4M elements stays affordable there).
+HUGE_ELEMENTS = 4 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -72,6 +81,16 @@ class Sample:
         """A correct kernel may refuse this input with an error (never answer wrongly):
         non-contiguous or misaligned storage, or an empty batch."""
         return self.layout != "contiguous" or self.elements == 0
+
+    @property
+    def category(self) -> str:
+        """What kind of input this is (`pipeline.contracts.CATEGORIES`): empty, its
+        storage layout when that is not contiguous, huge, else contiguous."""
+        if self.elements == 0:
+            return "empty"
+        if self.layout != "contiguous":
+            return self.layout
+        return "huge" if self.elements >= HUGE_ELEMENTS else "contiguous"
 
     @property
     def name(self) -> str:
@@ -108,18 +127,24 @@ class Form:
     supports: Callable[[Sample], bool] = _everything  # the form's documented limits
     sweep: tuple[tuple[str, tuple], ...] = ()  # knobs this form's arguments choose, with their values
     fixed: tuple[tuple[str, Any], ...] = ()  # knobs this form's semantics fix
+    outputs: tuple[str, ...] = ()  # the reference's outputs this form checks (empty: all of them)
+    layout: Any = None  # roles.Layout of a form made from the family's roles (None: hand-written)
 
     @property
     def parsed(self) -> torch.FunctionSchema:
         return torch._C.parse_schema("op" + self.schema)
+
+    def checks(self, outputs: Outputs) -> Outputs:
+        """The reference outputs this form's op is checked against."""
+        return outputs if not self.outputs else {k: v for k, v in outputs.items() if k in self.outputs}
 
 
 @dataclass(frozen=True)
 class Contract:
     family: str
     summary: str  # the formula, one line
-    names: tuple[str, ...]  # op names that infer this family
-    forms: tuple[Form, ...]
+    names: tuple[str, ...]  # op names that infer this family (as whole words of the op's name)
+    forms: tuple[Form, ...]  # hand-written forms, and the roles' forms of the family's own schemas
     samples: Callable[[str, Form], list[Sample]]  # (device type, form) -> adversarial samples
     make: Callable[[Sample, torch.Generator, torch.device], Inputs]
     reference: Callable[[Sample, Inputs], Outputs]
@@ -133,11 +158,20 @@ class Contract:
     # The family reduces over the main input's last dimension (norms, softmax):
     # its float32 bound then grows with that length (FP32_SUM_GROWTH).
     reduces_last: bool = False
+    # ... and over its rows too (a weight's gradient sums every row)
+    reduces_rows: bool = False
+    # The family's roles (`roles.Signature`): any schema they can be matched to is a form.
+    signature: Any = None
 
     def bound(self, dtype: str, sample: Sample | None = None) -> float:
         base = float(self.tolerance.get(dtype, 0.0))
-        if self.reduces_last and dtype == "float32" and sample is not None and sample.shape:
-            base = max(base, FP32_SUM_GROWTH * math.sqrt(max(sample.shape[-1], 1)) * 2.0 ** -24)
+        if dtype != "float32" or sample is None or not sample.shape:
+            return base
+        length = sample.shape[-1] if self.reduces_last else 0
+        if self.reduces_rows:
+            length = max(length, sample.elements // max(sample.shape[-1], 1))
+        if length:
+            base = max(base, FP32_SUM_GROWTH * math.sqrt(max(length, 1)) * 2.0 ** -24)
         return base
 
     def names_of(self, form: Form) -> tuple[str, ...]:
@@ -245,4 +279,6 @@ def spec_form(schema: str, spec: tuple, returns: tuple = (), *, shapes: Callable
 
         return Bound(args=args, poison=tuple(poison), written=tuple(written), read=read)
 
+    keys = [i.split(":")[-1] for i in spec if isinstance(i, str) and ":" in i] + [r for r in returns if r]
+    form.setdefault("outputs", tuple(dict.fromkeys(keys)))
     return Form(schema=schema, bind=bind, **form)

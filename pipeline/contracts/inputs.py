@@ -4,8 +4,9 @@ Every family draws its shapes from here, so each one meets last dimensions that
 are and are not multiples of any vector width (1, 7, 127, 128, 4097, 8191), a
 very long row, many rows (past a CUDA grid dimension), one to three leading
 dimensions, benchmark-sized inputs (at least 4M elements, on every device:
-a kernel that takes a shortcut for large inputs must meet one here too),
-strided, transposed and misaligned storage, and empty batches.
+a kernel that takes a shortcut for large inputs must meet one here too:
+category "huge"), strided, transposed and misaligned storage, and empty
+batches: every category of `pipeline.contracts.CATEGORIES` in every dtype.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.contracts.base import Sample
+from pipeline.contracts.base import HUGE_ELEMENTS, Sample
 
 DTYPES = ("bfloat16", "float16", "float32")
 ODD_LAST_DIMS = (1, 7, 127, 128, 4097, 8191)
 LONG_ROW = 262144
-BENCH_ELEMENTS = 4 * 1024 * 1024
+BENCH_ELEMENTS = HUGE_ELEMENTS
 EPS_VALUES = (1e-6, 1e-5, 0.1, 1.0)
 LAYOUTS = ("contiguous", "row-strided", "transposed", "misaligned")
 
@@ -58,6 +59,7 @@ def row_shapes(device_type: str, *, even: bool = False) -> list[tuple[tuple[int,
         ((6, 37 * f), "row-strided"),
         ((3, 4, 1024 * f), "transposed"),
         ((9, 129 * f), "transposed"),
+        ((16, 1024 * f), "transposed"),  # 2-D with a hidden size kernels accept (a multiple of 8)
         ((5, 2048 * f), "misaligned"),
         ((3, 127 * f), "misaligned"),
         ((0, 4096 * f), "contiguous"),

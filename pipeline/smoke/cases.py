@@ -49,7 +49,7 @@ class Case:
     shape: tuple[int, ...] | None = None  # the main input's shape, when known before drawing
     dtype: str | None = None
     floor: float = 0.0  # errors are relative to max(|ref|, floor * sqrt(n)) (contracts.base.Contract)
-    category: str = "project"  # the input's class: contiguous, empty, misaligned, row-strided, ... (reports group by it)
+    category: str = "project"  # a contract case's input category (pipeline.contracts.CATEGORIES); "project" for a project case
 
     def info(self) -> "CaseInfo":
         return CaseInfo(self.name, self.op, self.contract, self.category, self.shape, self.dtype,
@@ -69,22 +69,6 @@ class CaseInfo:
     checks: tuple[str, ...] = ()
     refusable: bool = False
 
-
-# The size from which a contract case counts as "huge" (elements of the main input).
-HUGE_ELEMENTS = 1 << 22
-
-
-def category_of(sample) -> str:
-    """A contract sample's input class, as reports group failures: the family's own
-    `category` when it names one, else from its size and storage layout."""
-    named = getattr(sample, "category", None)
-    if isinstance(named, str) and named:
-        return named
-    if sample.elements == 0:
-        return "empty"
-    if sample.layout != "contiguous":
-        return sample.layout
-    return "huge" if sample.elements >= HUGE_ELEMENTS else "contiguous"
 
 
 # --------------------------------------------------------------------------
@@ -182,9 +166,9 @@ def contract_case(op: str, contract, form, sample) -> Case:
         inputs = contract.make(sample, gen, device)
         bound = form.bind(sample, inputs, device)
         return Call(args=bound.args, poison=bound.poison, written=bound.written, read=bound.read,
-                    reference=lambda: contract.reference(sample, inputs), dtype=sample.torch_dtype)
+                    reference=lambda: form.checks(contract.reference(sample, inputs)), dtype=sample.torch_dtype)
 
     return Case(name=f"{op}:{sample.name}", op=op, make=make,
                 bound=lambda dtype: contract.bound(str(dtype).removeprefix("torch."), sample),
                 contract=contract.family, refusable=sample.refusable, shape=sample.shape, dtype=sample.dtype,
-                floor=contract.floor, category=category_of(sample))
+                floor=contract.floor, category=sample.category)

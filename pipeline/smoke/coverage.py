@@ -40,6 +40,8 @@ def _op_coverage(op: str, plan, ex: "Execution", seeds: tuple[int, ...]) -> OpCo
         declined=tuple(declined), note=plan.note if plan is not None else "",
         available=op not in ex.unavailable, project_tests=int(ex.project_ops.get(op, 0)),
         categories_declined=tuple(getattr(plan, "declines", ()) or ()) if plan is not None else (),
+        categories_limited=tuple(getattr(plan, "limits", ()) or ()) if plan is not None else (),
+        unchecked=tuple(getattr(plan, "unchecked", ()) or ()) if plan is not None else (),
     )
 
 

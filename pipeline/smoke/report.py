@@ -51,6 +51,8 @@ class OpCoverage:
     available: bool = True  # False: the variant has no kernel for this device ("not available on <device>")
     project_tests: int = 0  # passing tests of the project's own suite that called the op
     categories_declined: tuple[str, ...] = ()  # declined by the binding (`declines = [...]`)
+    categories_limited: tuple[str, ...] = ()  # categories the bound form's documented limits leave without cases
+    unchecked: tuple[str, ...] = ()  # outputs the op produces that no check reads (named, never passed off)
 
     @property
     def tier(self) -> str:

@@ -29,7 +29,7 @@ from pipeline.events import Event, Reporter, quiet
 from pipeline.smoke.cases import Case, CaseInfo, for_device, load_cases, project_case
 from pipeline.smoke.coverage import coverage_of, plan_warnings
 from pipeline.smoke.harness import CaseStats, RunState, bookkeeping
-from pipeline.smoke.plan import CLI, WORKSPACE, OpPlan, bench_shapes
+from pipeline.smoke.plan import Binding, OpPlan, bench_shapes
 from pipeline.smoke.project_tests import run_project_tests
 from pipeline.smoke.report import CaseResult, Delegation, SmokeReport
 from pipeline.smoke.session import Loaded, SmokeSpec, make_cases, ops_of, profile_choices, run_case
@@ -174,10 +174,10 @@ def dtype_refusals_declined(results: list[CaseResult], cases: list) -> list[Case
     return out
 
 
-def _bindings(cli: tuple[tuple[str, str], ...], workspace: tuple[tuple[str, str], ...]) -> dict:
-    """op -> (family, how): --contract wins over the workspace file."""
-    found = {op: (family, WORKSPACE) for op, family in workspace}
-    found.update({op: (family, CLI) for op, family in cli})
+def _bindings(cli: tuple[tuple[str, Binding], ...], workspace: tuple[tuple[str, Binding], ...]) -> dict:
+    """op -> Binding: --contract (parse_bindings, how=CLI) wins over the workspace file (how=WORKSPACE)."""
+    found = dict(workspace)
+    found.update(dict(cli))
     return found
 
 

@@ -28,9 +28,9 @@ def test_our_kernel_passes_every_bound_contract_on_cpu(name):
     bound = dict(kernel.contracts)
     coverage = {c.op: c for c in report.coverage}
     assert set(coverage) == set(bound), "every registered op is bound, and every binding names an op"
-    for op, family in bound.items():
+    for op, binding in bound.items():
         c = coverage[op]
-        assert (c.contract, c.how) == (family, "workspace")
+        assert (c.contract, c.how) == (binding.family, "workspace")
         assert c.contract_cases >= 30 and set(c.dtypes) == {"bfloat16", "float16", "float32"}, c
     assert {w.code for w in report.warnings} <= ALLOWED_WARNINGS, [w.format() for w in report.warnings]
     assert not any(d.delegates for d in report.delegation)

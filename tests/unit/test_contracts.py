@@ -1,7 +1,8 @@
 """pipeline.contracts: schemas match the forms real projects register, the
-generators are adversarial by construction, and every form's correct
-implementation passes while planted flaws fail (real dispatcher ops from
-torch.library: no build needed)."""
+generators are adversarial by construction and cover every input category,
+and every form's correct implementation passes while planted flaws fail (real
+dispatcher ops from torch.library: no build needed). The real projects'
+schemas bound by roles: test_contracts_roles.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 
 import test_contracts_support as impls
 from pipeline import contracts
-from pipeline.contracts import base, inputs, registry
+from pipeline.contracts import CATEGORIES, Binding, base, inputs, registry
 from pipeline.errors import SmokeError
 from pipeline.smoke.harness import RunState, bookkeeping, run_seed
 from pipeline.smoke.plan import contract_cases, plan_ops
@@ -38,13 +39,30 @@ def test_every_family_name_has_one_contract():
 
 
 def test_parse_bindings():
-    assert contracts.parse_bindings(["rms_norm=rms_norm", " relu = relu "]) == (("rms_norm", "rms_norm"), ("relu", "relu"))
+    assert contracts.parse_bindings(["rms_norm=rms_norm", " relu = relu "]) == (
+        ("rms_norm", Binding("rms_norm", contracts.CLI)), ("relu", Binding("relu", contracts.CLI)))
+    (op, b), = contracts.parse_bindings([
+        "dropout_add_ln_fwd=layer_norm:dropout_p=0,rowscale_const=1.0,z_numrows=0,is_rms_norm=false,gen=none,"
+        "declines=empty+huge,unchecked=mean,returns=y+-+-+mean+rstd,bias=beta"])
+    assert op == "dropout_add_ln_fwd" and b.family == "layer_norm" and b.how == "--contract"
+    assert b.args == (("dropout_p", 0), ("rowscale_const", 1.0), ("z_numrows", 0), ("is_rms_norm", False),
+                      ("gen", None))
+    assert b.declines == ("empty", "huge") and b.unchecked == ("mean",)
+    assert b.returns == ("y", "", "", "mean", "rstd") and b.roles == (("bias", "beta"),)
+    assert contracts.parse_bindings([b.shown().join(("dropout_add_ln_fwd=", ""))]) == ((op, b),), "shown() round-trips"
+    assert contracts.parse_bindings(["a=relu", "a=silu"]) == (("a", Binding("silu")),), "the last one wins"
     with pytest.raises(SmokeError) as exc:
         contracts.parse_bindings(["rms_norm"])
     assert exc.value.code == "usage" and exc.value.exit_code == 2
     with pytest.raises(SmokeError) as exc:
+        contracts.parse_bindings(["x=rms_norm:eps"])
+    assert exc.value.code == "usage"
+    with pytest.raises(SmokeError) as exc:
         contracts.parse_bindings(["x=rmsnorm"])
     assert exc.value.code == "contract-unknown" and "did you mean 'rms_norm'" in exc.value.hint
+    with pytest.raises(SmokeError) as exc:
+        contracts.parse_bindings(["x=rms_norm:declines=emtpy"])
+    assert exc.value.code == "contract-category-unknown" and "did you mean 'empty'" in exc.value.hint
 
 
 # --- schemas: the forms real projects use --------------------------------------------
@@ -59,7 +77,7 @@ def _our_schemas() -> dict[str, str]:
 
 
 def test_our_kernels_ops_infer_the_contracts_the_workspace_binds():
-    bound = {op: family for ops in load_workspace(REPO).contracts.values() for op, family in ops}
+    bound = {op: b.family for ops in load_workspace(REPO).contracts.values() for op, b in ops}
     schemas = _our_schemas()
     assert set(schemas) == set(bound), "every op of our four kernels is bound in build.toml"
     for op, text in schemas.items():
@@ -69,15 +87,17 @@ def test_our_kernels_ops_infer_the_contracts_the_workspace_binds():
 
 
 KERNELS_COMMUNITY = {
-    # kernels-community/relu and activation, vLLM's norms, flash-attention's rotary and layer norm
+    # kernels-community/relu and activation, vLLM's norms, flash-attention's rotary and layer norm;
+    # every op of /work/kc that fits a family by name and schema (the rest: test_contracts_roles.py)
     "relu(Tensor! out, Tensor input) -> ()": "relu",
     "silu_and_mul(Tensor! out, Tensor input) -> ()": "silu_and_mul",
     "mul_and_silu(Tensor! out, Tensor input) -> ()": "mul_and_silu",
     "gelu_and_mul(Tensor! out, Tensor input) -> ()": "gelu_and_mul",
     "gelu_tanh_and_mul(Tensor! out, Tensor input) -> ()": "gelu_tanh_and_mul",
     "fatrelu_and_mul(Tensor! out, Tensor input, float threshold) -> ()": "fatrelu_and_mul",
-    "gelu_new(Tensor! out, Tensor input) -> ()": "gelu_tanh",
-    "gelu_fast(Tensor! out, Tensor input) -> ()": "gelu_tanh",
+    "gelu_new(Tensor! out, Tensor input) -> ()": "gelu_new",
+    "gelu_fast(Tensor! out, Tensor input) -> ()": "gelu_fast",
+    "gelu_tanh(Tensor! out, Tensor input) -> ()": "gelu_tanh",
     "gelu_quick(Tensor! out, Tensor input) -> ()": "gelu_quick",
     "gelu(Tensor! out, Tensor input) -> ()": "gelu",
     "silu(Tensor! out, Tensor input) -> ()": "silu",
@@ -88,7 +108,40 @@ KERNELS_COMMUNITY = {
     ("dropout_add_ln_fwd(Tensor input, Tensor gamma, Tensor? beta, Tensor? rowscale, Tensor? colscale, "
      "Tensor? x0_subset, Tensor? z_subset, float dropout_p, float epsilon, float rowscale_const, int z_numrows, "
      "Generator? gen, bool residual_in_fp32, bool is_rms_norm) -> Tensor[]"): "layer_norm",
+    ("dropout_add_ln_bwd(Tensor dz, Tensor? dx, Tensor x, Tensor? x0, Tensor? dmask, Tensor mu, Tensor rsigma, "
+     "Tensor gamma, Tensor? rowscale, Tensor? colscale, Tensor? x0_subset, Tensor? z_subset, float dropout_p, "
+     "float rowscale_const, int x0_numrows, bool has_residual, bool is_rms_norm) -> Tensor[]"): "layer_norm_backward",
+    "apply_rms_norm(Tensor hidden_states, Tensor weight, float variance_epsilon) -> Tensor[]": "rms_norm",
+    ("apply_rms_norm_backward(Tensor grad_output, Tensor hidden_states, Tensor weight, Tensor output, Tensor rstd, "
+     "float variance_epsilon, bool input_requires_grad, bool weight_requires_grad) -> Tensor[]"): "rms_norm_backward",
+    "tinygrad_rms_norm(Tensor! out, Tensor! rms_inv, Tensor input, float epsilon) -> ()": "rms_norm",
+    "tinygrad_rms_norm_inplace(Tensor! out, Tensor input, float epsilon) -> ()": "rms_norm",
+    # megablocks (XPU): the input marked writable
+    "silu_and_mul(Tensor! out, Tensor! input) -> ()": "silu_and_mul",
+    "gelu_fast(Tensor! out, Tensor! input) -> ()": "gelu_fast",
+    "swigluoai_and_mul(Tensor! out, Tensor input, float alpha=1.702, float limit=7.0) -> ()": "swigluoai_and_mul",
+    # flash-attention's Triton layer norm (flash-attn-ops)
+    ("layer_norm_fwd_impl(Tensor x, Tensor weight, Tensor bias, float eps, Tensor(a!) out, Tensor? residual, "
+     "Tensor? x1, Tensor? weight1, Tensor? bias1, float dropout_p, Tensor? rowscale, bool zero_centered_weight, "
+     "bool is_rms_norm, bool return_dropout_mask, Tensor(a!)? residual_out) -> (Tensor y1, Tensor mean, "
+     "Tensor rstd, Tensor seeds, Tensor dropout_mask, Tensor dropout_mask1)"): "layer_norm",
+    ("layer_norm_bwd_impl(Tensor dy, Tensor x, Tensor weight, Tensor bias, float eps, Tensor mean, Tensor rstd, "
+     "Tensor? dresidual, Tensor? dy1, Tensor? weight1, Tensor? bias1, Tensor? seeds, float dropout_p, "
+     "Tensor? rowscale, bool has_residual, bool has_x1, bool zero_centered_weight, bool is_rms_norm, "
+     "ScalarType? x_dtype, bool recompute_output) -> (Tensor dx, Tensor dw, Tensor db, Tensor dresidual_in, "
+     "Tensor dx1, Tensor dw1, Tensor db1, Tensor y)"): "layer_norm_backward",
 }
+
+# Ops whose names hold a family's name but which compute something else: never inferred.
+NOT_INFERRED = (
+    "f32_bf16w_rmsnorm(Tensor input, Tensor weight_bf16, Tensor! output, float epsilon) -> ()",  # gpt-oss: fixed dtypes
+    "topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor! token_expert_indices, Tensor gating_output) -> ()",
+    "nvfp4_gemv_swiglu(Tensor a, Tensor b, Tensor b_sf, Tensor alpha) -> Tensor",
+    "rms_norm_quant(Tensor! out, Tensor input, Tensor weight, float eps) -> ()",
+    "fused_add_rms_norm(Tensor! out, Tensor input, Tensor weight, float eps) -> ()",  # no residual: not the family
+    "rms_norm(Tensor! out, Tensor input, Tensor weight, float eps, float scale) -> ()",  # a float no role fills
+    "launch_forward_kernel(Tensor input, Tensor weight, Tensor! output, float epsilon) -> ()",  # says nothing: bind it
+)
 
 
 @pytest.mark.parametrize("text", sorted(KERNELS_COMMUNITY))
@@ -97,7 +150,12 @@ def test_kernels_community_schemas_infer_their_family(text):
     assert [m.contract.family for m in registry.infer(op, schema(text))] == [KERNELS_COMMUNITY[text]]
 
 
-def test_matching_rules():
+@pytest.mark.parametrize("text", NOT_INFERRED)
+def test_ops_that_compute_something_else_infer_nothing(text):
+    assert registry.infer(text.split("(")[0], schema(text)) == ()
+
+
+def test_hand_written_forms_match_by_type_and_mutation():
     pattern = schema("op(Tensor! out, Tensor input, Tensor weight, float eps) -> ()")
     assert base.matches(pattern, schema("x(Tensor(a!) o, Tensor i, Tensor w, float e, bool zero_centered=False) -> ()"))
     assert base.matches(pattern, schema("x(Tensor! o, Tensor i, Tensor? w, float e) -> ()"))
@@ -118,20 +176,63 @@ def test_unknown_names_and_several_families_infer_nothing():
 
 # --- the generators are adversarial by construction ------------------------------------
 
+# The CPU's huge cases stay affordable: a few million elements.
+CPU_HUGE_AT_MOST = 2 * base.HUGE_ELEMENTS
+
+
+def _forms(family):
+    contract = registry.CONTRACTS[family]
+    return [(contract, form) for form in contract.forms]
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "cuda"])
+@pytest.mark.parametrize("family", sorted(registry.CONTRACTS))
+def test_every_form_has_cases_in_every_category_in_every_dtype(family, device_type):
+    for contract, form in _forms(family):
+        samples = contract.samples(device_type, form)
+        for category in CATEGORIES:
+            dtypes = {s.dtype for s in samples if s.category == category}
+            assert dtypes == set(inputs.DTYPES), (form.schema, device_type, category, dtypes)
+        huge = [s.elements for s in samples if s.category == "huge"]
+        assert min(huge) >= base.HUGE_ELEMENTS
+        if device_type == "cpu":
+            assert max(huge) <= CPU_HUGE_AT_MOST, "affordable on the CPU"
+
+
+def test_a_sample_is_of_one_category_and_a_dtype_is_none():
+    def category(shape, layout="contiguous"):
+        return base.Sample("rms_norm", "bfloat16", shape, layout).category
+
+    assert category((0, 4096)) == "empty" and category((2, 0, 7), "row-strided") == "empty"
+    assert category((5, 2048), "misaligned") == "misaligned" and category((6, 37), "row-strided") == "row-strided"
+    assert category((9, 129), "transposed") == "transposed"
+    assert category((1024, 4096)) == "huge" and category((1023, 4096)) == "contiguous"
+    assert set(CATEGORIES) == {"contiguous", "empty", "huge", *inputs.LAYOUTS}
+    assert not set(CATEGORIES) & set(inputs.DTYPES)
+
+
 @pytest.mark.parametrize("family", sorted(registry.CONTRACTS))
 def test_every_form_meets_large_odd_strided_and_empty_inputs_on_cpu(family):
-    contract = registry.CONTRACTS[family]
-    for form in contract.forms:
+    for contract, form in _forms(family):
         samples = contract.samples("cpu", form)
-        assert {s.dtype for s in samples} == set(inputs.DTYPES), form.schema
-        assert any(s.elements >= inputs.BENCH_ELEMENTS for s in samples), "the benchmark's size, on the CPU too"
         if form.supports is base._everything:
-            assert {s.layout for s in samples} == set(inputs.LAYOUTS), form.schema
-            assert any(s.elements == 0 for s in samples), "an empty batch"
             assert any(s.shape[-1] >= inputs.LONG_ROW for s in samples), "a very long row"
             assert any(s.elements // max(s.shape[-1], 1) >= 70000 for s in samples), "many rows"
         for key, values in form.sweep:
             assert {s.knob(key) for s in samples} == set(values), (form.schema, key)
+
+
+def test_contract_cases_carry_the_samples_category_and_a_binding_declines_categories():
+    contract = registry.CONTRACTS["rms_norm"]
+    plan = plan_ops(impls.namespace({"rms_norm": (impls.RMS_NORM_SCHEMA, impls.rms_norm_out)}).ops,
+                    {"rms_norm": Binding("rms_norm", "workspace", declines=("empty", "misaligned"))})[0]
+    assert plan.declines == ("empty", "misaligned") and plan.limits == ()
+    cases = contract_cases(plan, "cpu")
+    everything = contract.samples("cpu", plan.forms[0])
+    assert {c.category for c in cases} == set(CATEGORIES) - {"empty", "misaligned"}
+    assert len(cases) == sum(s.category not in ("empty", "misaligned") for s in everything)
+    by_name = {s.name: s for s in everything}
+    assert all(c.category == by_name[c.name.split(":", 1)[1]].category for c in cases)
 
 
 @pytest.mark.parametrize("family", ["rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "silu"])
@@ -240,12 +341,14 @@ def test_an_op_that_calls_pytorch_is_reported_as_delegating():
 def test_a_binding_that_does_not_fit_fails_and_an_unknown_op_is_not_covered():
     module = impls.namespace({"rms_norm": (impls.RMS_NORM_SCHEMA, impls.rms_norm_out),
                               "scale": ("(Tensor(a!) out, Tensor x, float a) -> ()", lambda o, x, a: o.copy_(x * a))})
-    plans = {p.op: p for p in plan_ops(module.ops, {"rms_norm": ("softmax", "--contract"),
-                                                       "missing": ("relu", "workspace")})}
+    plans = {p.op: p for p in plan_ops(module.ops, {"rms_norm": Binding("softmax", "--contract"),
+                                                       "missing": Binding("relu", "workspace")})}
     assert plans["rms_norm"].code == "contract-schema-mismatch" and plans["rms_norm"].failed
-    assert "rms_norm(Tensor! out, Tensor input) -> ()" in plans["rms_norm"].note  # softmax's forms
+    assert "tensor argument(s) weight fill no role of softmax" in plans["rms_norm"].note
     assert plans["missing"].code == "contract-op-missing" and "its ops: rms_norm, scale" in plans["missing"].note
     assert plans["scale"].code == "op-not-covered" and not plans["scale"].failed
+    # (family, how) pairs are still taken
+    assert plan_ops(module.ops, {"rms_norm": ("rms_norm", "workspace")})[0].how == "workspace"
 
 
 def test_the_benchmarks_own_shapes_join_the_contract():
@@ -277,7 +380,13 @@ def test_a_reductions_float32_bound_grows_with_its_length_and_nothing_else_does(
     assert softmax.bound("float32", long) == pytest.approx(base.FP32_SUM_GROWTH * math.sqrt(inputs.LONG_ROW) * 2**-24)
     assert softmax.bound("bfloat16", long) == base.REDUCTION_TOLERANCE["bfloat16"]
     reducing = {name for name, c in registry.CONTRACTS.items() if c.reduces_last}
-    assert reducing == {"rms_norm", "fused_add_rms_norm", "layer_norm", "adaln", "softmax"}
+    assert reducing == {"rms_norm", "fused_add_rms_norm", "layer_norm", "adaln", "softmax", "rms_norm_backward",
+                        "layer_norm_backward"}
+    # a weight's gradient sums every row: its bound grows with the row count
+    backward = registry.CONTRACTS["rms_norm_backward"]
+    many = base.Sample("rms_norm_backward", "float32", (70000, 16))
+    assert backward.bound("float32", many) == pytest.approx(base.FP32_SUM_GROWTH * math.sqrt(70000) * 2**-24)
+    assert registry.CONTRACTS["rms_norm"].bound("float32", many) == base.REDUCTION_TOLERANCE["float32"]
     assert all(c.tolerance is base.REDUCTION_TOLERANCE for n, c in registry.CONTRACTS.items() if n in reducing)
     # PyTorch's own float32 softmax over the longest contract row: inside the bound at every thread count.
     x = torch.randn(2, inputs.LONG_ROW, generator=torch.Generator().manual_seed(3))
