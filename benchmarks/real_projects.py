@@ -150,6 +150,12 @@ def _fail(row: Row, stage: str, rc: int | None, data: dict, stderr: str) -> Row:
         row.code, row.message = "timeout", f"{stage} did not finish within {STAGE_TIMEOUT_S.get(stage)} s"
     elif rc < 0:
         row.code, row.message = "crash", f"{stage} died with signal {-rc}: {stderr.strip().splitlines()[-1:]}"
+    elif "results" in data:  # smoke's own verdict: the first failing case says why (_smoke_details)
+        row.code = "smoke-failed"
+        if not row.message:
+            tests = data.get("project_tests") or {}
+            row.message = (f"the project's own tests: {tests.get('failed')} failed" if tests.get("failed")
+                           else "nothing available or nothing ran")
     else:
         row.code = str(data.get("code") or f"exit {rc}")
         row.message = str(data.get("error") or (stderr.strip().splitlines() or [""])[-1])[:300]
@@ -186,10 +192,12 @@ def run_project(src: Path, work: Path, seeds: int, python: str, arch: str | None
     cli = [python, "-m", "pipeline"]
     steps = {
         "validate": [*cli, "validate", str(project), "--json"],
-        "build": [*cli, "build", str(project), "--backend", "local", "--json"],
-        "smoke": [*cli, "smoke", str(project / "build"), "--kernel", str(project), "--json", "--seeds", str(seeds)],
+        # Built beside the copy, not into it: what the project's own `build/` does is the
+        # validate rules' business (tests/integration/test_build*.py), not this table's.
+        "build": [*cli, "build", str(project), "--backend", "local", "--out", str(work / "build"), "--json"],
+        "smoke": [*cli, "smoke", str(work / "build"), "--kernel", str(project), "--json", "--seeds", str(seeds)],
         "publish": [*cli, "publish", f"corpus/{name}", "--kernel", str(project), "--build-dir",
-                    str(project / "build"), "--json"],
+                    str(work / "build"), "--seeds", str(seeds), "--json"],
     }
     for stage, cmd in steps.items():
         start = time.perf_counter()

@@ -14,7 +14,7 @@ from pipeline.bundle import Bundle, CheckReport, check_bundle
 from pipeline.bundle_source import BundleSource, host_choice
 from pipeline.errors import PipelineError, PublishError
 from pipeline.events import Event, Reporter, quiet, staged
-from pipeline.smoke import OpCoverage, SmokeReport, run_smoke, untested_hint
+from pipeline.smoke import DEFAULT_TRIALS, OpCoverage, SmokeReport, run_smoke, untested_hint
 from pipeline.workspace import Kernel
 
 
@@ -91,13 +91,14 @@ def _check(source: BundleSource, kernel: Kernel | None, force: bool, report: Rep
 
 
 def _smoke(bundle: Bundle, kernel: Kernel | None, report: Reporter, contracts: tuple, seed: int | None,
-           ) -> tuple[SmokeReport | None, bool, str]:
+           trials: int = DEFAULT_TRIALS) -> tuple[SmokeReport | None, bool, str]:
     # Importing a variant in place writes __pycache__ into the build tree,
     # which check would then call stray: keep the tree as the build left it.
     old = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
     try:
-        result = run_smoke(bundle, kernel, seed=seed, contracts=contracts, report=staged(report, "smoke"))
+        result = run_smoke(bundle, kernel, seed=seed, trials=trials, contracts=contracts,
+                           report=staged(report, "smoke"))
     except PipelineError as exc:
         return None, False, f"FAILED: {exc.message}"
     finally:
@@ -122,7 +123,7 @@ def _untested(smoke_report: SmokeReport, kernel: Kernel | None, allow_untested: 
 
 def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False, smoke: bool = True,
              report: Reporter = quiet, contracts: tuple[tuple[str, str], ...] = (),
-             allow_untested: bool = False, seed: int | None = None,
+             allow_untested: bool = False, seed: int | None = None, trials: int = DEFAULT_TRIALS,
              require_contracts: bool = False) -> GateResult:
     """Check, then smoke where this host can. A dry run runs both too: the card
     lists their verdicts, so a dry run that skipped smoke would plan another card
@@ -134,7 +135,7 @@ def run_gate(source: BundleSource, kernel: Kernel | None, *, force: bool = False
         report(Event("step", "skipped: this host can run none of the bundle's variants", stage="smoke"))
     elif smoke:
         report(Event("step", f"running the op contracts and the project's cases on {host}", stage="smoke"))
-        smoke_report, passed, summary = _smoke(checked.bundle, kernel, report, contracts, seed)
+        smoke_report, passed, summary = _smoke(checked.bundle, kernel, report, contracts, seed, trials)
         if smoke_report is not None:
             report(Event("step", f"seed {smoke_report.seed} (replay: --seed {smoke_report.seed})", stage="smoke"))
             untested = _untested(smoke_report, kernel, allow_untested, report, require_contracts)

@@ -45,6 +45,7 @@ class PublishRequest:
     allow_untested: bool = False  # publish ops nothing tested; the card marks them
     require_contracts: bool = False  # refuse ops that only the project's own tests call
     seed: int | None = None  # smoke's seed (--seed replays a run)
+    seeds: int = 3  # smoke's random trials per case
 
     @property
     def namespace(self) -> str:
@@ -149,7 +150,7 @@ def publish(request: PublishRequest, target: Target, *, report: Reporter = quiet
                                rebuild=request.rebuild, report=report)
         report(Event("step", f"using {source.path} ({source.how})", stage="build"))
         gate = run_gate(source, request.kernel, force=request.force, smoke=request.smoke, report=report,
-                        contracts=request.contracts, allow_untested=request.allow_untested, seed=request.seed,
+                        contracts=request.contracts, allow_untested=request.allow_untested, seed=request.seed, trials=request.seeds,
                         require_contracts=request.require_contracts)
         version = publish_version(request, gate)
         if gate.bundle.name is not None and gate.bundle.name != request.name:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pipeline.commands._render import print_verify
 from pipeline.contracts import parse_bindings
-from pipeline.errors import VerifyError
+from pipeline.errors import PublishError, VerifyError
 from pipeline.publish import PublishRequest, publish
 from pipeline.target import resolve_target, split_repo_id
 from pipeline.workspace import resolve_for_repo
@@ -65,10 +65,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--require-contracts", action="store_true",
                         help="refuse ops that only the project's own tests call (no contract, no project case)")
     parser.add_argument("--seed", type=int, default=None, metavar="S", help="smoke's seed (default: a new one)")
+    parser.add_argument("--seeds", type=int, default=3, metavar="N", help="smoke's random trials per case (default 3)")
     parser.add_argument("--json", action="store_true", help="print the publication as JSON on stdout")
 
 
 def run(args, output) -> int:
+    if args.seeds < 1:
+        raise PublishError(f"--seeds {args.seeds}: at least one seed is needed", code="usage",
+                           hint="e.g. --seeds 3 (the default)")
     name = args.repo.rsplit("/", 1)[-1]
     source = resolve_for_repo(name, args.kernel, build_dir=args.build_dir)
     repo_id, _ = split_repo_id(args.repo, source.namespace)
@@ -78,7 +82,7 @@ def run(args, output) -> int:
                              dry_run=args.dry_run, force=args.force, rebuild=args.rebuild, verify=not args.no_verify,
                              contracts=parse_bindings(args.contract), allow_untested=args.allow_untested,
                              require_contracts=args.require_contracts,
-                             seed=args.seed)
+                             seed=args.seed, seeds=args.seeds)
     with output.reporter() as report:
         publication = publish(request, target, report=report)
     verify = publication.verify
