@@ -250,6 +250,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(projects)} project(s) with a {backend} or noarch variant; {len(skipped)} without one; "
           f"work directory {work}", file=sys.stderr)
     rows: list[Row] = []
+    command = " ".join(["python", "benchmarks/real_projects.py", *(argv or sys.argv[1:])])
+
+    def write_json() -> None:  # after every project: a run cut off still leaves what it finished
+        if args.json:
+            doc = {"command": command, "backend": backend,
+                   "rows": [asdict(r) | {"verdict": r.verdict} for r in sorted(rows, key=lambda r: r.project)]}
+            tmp = args.json.with_suffix(".tmp")
+            tmp.write_text(json.dumps(doc, indent=2) + "\n")
+            tmp.replace(args.json)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_project, p, work / p.name, args.seeds, sys.executable, args.cuda_arch): p
                    for p in projects}
@@ -260,13 +270,11 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # this script's own failure on one project: shown, not fatal
                 row = Row(project=p.name, code="runner", message=f"{type(exc).__name__}: {exc}")
             rows.append(row)
-            print(f"{row.project}: {row.verdict} ({sum(row.seconds.values()):.0f} s)", file=sys.stderr, flush=True)
+            write_json()
+            print(f"{row.project}: {row.verdict} ({sum(row.seconds.values()):.0f} s) {row.case} {row.category} "
+                  f"{row.code}", file=sys.stderr, flush=True)
     rows.sort(key=lambda r: r.project)
     print(_table(rows))
-    if args.json:
-        doc = {"command": " ".join(["python", "benchmarks/real_projects.py", *(argv or sys.argv[1:])]),
-               "backend": backend, "rows": [asdict(r) | {"verdict": r.verdict} for r in rows]}
-        args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
 
