@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.only and p.name not in args.only:
                 continue
             backends, noarch = backends_of(p)
-            (projects if noarch or backend in backends else skipped).append(p)
+            (projects if backend in backends else skipped).append(p)  # noarch ones list theirs too
     work = args.work or Path(tempfile.mkdtemp(prefix="real-projects-"))
     print(f"{len(projects)} project(s) with a {backend} or noarch variant; {len(skipped)} without one; "
           f"work directory {work}", file=sys.stderr)
