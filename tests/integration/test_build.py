@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,38 @@ def test_failed_compile_shows_compiler_errors_and_leaves_build_alone(tmp_path, c
     assert not any("ninja" in p.message for p in error.problems)
     assert sorted(p.name for p in out.iterdir()) == [CPU_NAME]
     assert [p.name for p in previous.iterdir()] == ["marker.txt"]
+
+
+@pytest.mark.slow
+def test_a_source_in_two_kernels_is_compiled_once_with_both_kernels_flags(tmp_path, cache_env):
+    """As CMake does: one object for the file, both kernels' cxx-flags on it,
+    linked once (two objects would define add_scaled twice). [torch] cxx-flags
+    reach the binding. Each flag is proved by an #error that fires without it."""
+    src = _copy_fixture(tmp_path / "shared", git=False)
+    toml_text = (src / "build.toml").read_text()
+    toml_text = toml_text.replace('[torch]\nsrc = [', '[torch]\ncxx-flags = ["-DTINY_BINDING_FLAG"]\nsrc = [')
+    toml_text += textwrap.dedent("""
+        [kernel.tiny_add_cpu_again]
+        backend = "cpu"
+        depends = ["torch"]
+        cxx-flags = ["-DTINY_SECOND_KERNEL_FLAG"]
+        include = ["tiny_add_cpu"]
+        src = ["tiny_add_cpu/add.cpp"]
+        """)
+    (src / "build.toml").write_text(toml_text)
+    for rel, macro in (("tiny_add_cpu/add.cpp", "TINY_SECOND_KERNEL_FLAG"), ("tiny_add_cpu/add.cpp", "TINY_ADD_UNROLL"),
+                       ("torch-ext/torch_binding.cpp", "TINY_BINDING_FLAG")):
+        path = src / rel
+        path.write_text(f"#ifndef {macro}\n#error {macro} did not reach {rel}\n#endif\n" + path.read_text())
+    project = load_project(src)
+    result = build_project(project, tmp_path / "out", backend="local")
+    variant = result.variants[0]
+    assert (variant.path / f"{variant.kernel_id}.abi3.so").is_file()
+    from pipeline.build import cache
+
+    ninja = (cache.work_dir(src, variant.variant.name) / "build.ninja").read_text()
+    compiles = [line for line in ninja.splitlines() if line.startswith("build ") and ": cxx tiny_add_cpu/add.cpp" in line]
+    assert len(compiles) == 1, compiles
 
 
 # ---------------------------------------------------------------- refusals (no compile)
