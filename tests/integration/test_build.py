@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.build import build_project, layout
 from pipeline.events import Event
-from pipeline.errors import BuildError
+from pipeline.errors import BuildError, ValidationError
 from pipeline.matrix import host_variant
 from pipeline.project import load_project
 
@@ -202,6 +202,32 @@ def test_a_source_in_two_kernels_is_compiled_once_with_both_kernels_flags(tmp_pa
     ninja = (cache.work_dir(src, variant.variant.name) / "build.ninja").read_text()
     compiles = [line for line in ninja.splitlines() if line.startswith("build ") and ": cxx tiny_add_cpu/add.cpp" in line]
     assert len(compiles) == 1, compiles
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("git", [False, True], ids=["tarball", "git-checkout"])
+def test_a_standalone_project_is_not_refused_for_its_own_build(tmp_path, cache_env, git):
+    """`pipeline build P` then `smoke P/build --kernel P` (which resolves and
+    validates P): the build/ that the build just wrote, in a project without
+    .gitignore, is not committed output. Committed in git, it is."""
+    from pipeline.workspace import resolve, resolve_for_build
+
+    src = tmp_path / "tiny-add"
+    shutil.copytree(FIXTURE, src, ignore=shutil.ignore_patterns("build", "__pycache__", ".gitignore"))
+    if git:
+        _git(src, "init", "-q")
+        _git(src, "add", "-A")
+        _git(src, "commit", "-qm", "sources only")
+    build_project(load_project(src), src / "build", backend="local")
+    kernel = resolve(src)  # smoke --kernel P; publish --kernel P resolves the same way
+    assert kernel.project.root == src
+    assert resolve_for_build(src / "build", None).project.root.resolve() == src.resolve()
+    if git:
+        _git(src, "add", "-A")
+        _git(src, "commit", "-qm", "the build, committed")
+        with pytest.raises(ValidationError) as caught:
+            resolve(src)
+        assert caught.value.code == "build-output-committed"
 
 
 # ---------------------------------------------------------------- refusals (no compile)
