@@ -246,8 +246,10 @@ def _kernel_units(spec: "KernelSpec", variant: Variant, nvcc: str | None, cuda_v
     """One kernel's compile units and the capabilities they build."""
     unknown = [d for d in spec.depends if d not in LOCAL_DEPENDS]
     if unknown:
-        raise BuildError(f"kernel {spec.name} depends on {', '.join(unknown)}, which the local backend "
-                         "cannot provide", code="depends-unsupported", hint="use --backend nix")
+        raise BuildError(f"kernel {spec.name} depends on {', '.join(unknown)}, which kernel-builder's Nix build "
+                         "provides and the local backend cannot (it has torch and the CUDA toolkit only)",
+                         code="depends-unsupported",
+                         hint="build this variant with kernel-builder: --backend nix (or `nix build PATH#bundle`)")
     archs: tuple[str, ...] = ()
     if variant.backend == "cuda" and any(Path(s).suffix in CUDA_SOURCES for s in spec.src):
         archs, dropped = _cuda_archs(spec, nvcc, cuda_version)

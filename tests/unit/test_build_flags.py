@@ -130,3 +130,17 @@ def test_a_source_in_two_kernels_is_compiled_once_with_both_kernels_options():
 def test_sources_listed_once_are_left_alone():
     units = [unit("a.cu", "k", ["x"], ["-DA"], ["9.0"]), unit("b.cu", "k", ["x"], ["-DA"], ["9.0"])]
     assert merge_units(units) == units
+
+
+def test_a_dependency_only_nix_provides_is_one_clear_refusal():
+    from pipeline.build.plan import _kernel_units
+    from pipeline.matrix import Variant
+    from pipeline.project import KernelSpec
+
+    spec = KernelSpec(name="moe", backend="cuda", src=("moe.cu",), depends=("torch", "cutlass_3_8"), include=(),
+                      cuda_capabilities=("9.0",), cuda_flags=(), cxx_flags=(), cuda_minver=None)
+    variant = Variant(torch="2.14", backend="cuda", backend_version="13.0", arch="x86_64", os="linux", cxx11=True)
+    with pytest.raises(BuildError) as info:
+        _kernel_units(spec, variant, "nvcc", "13.0", [])
+    assert info.value.code == "depends-unsupported"
+    assert "cutlass_3_8" in info.value.message and "--backend nix" in info.value.hint
