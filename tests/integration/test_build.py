@@ -165,6 +165,8 @@ def test_failed_compile_shows_compiler_errors_and_leaves_build_alone(tmp_path, c
         build_project(load_project(src), out, backend="local")
     error = caught.value
     assert error.code == "compile-failed"
+    # the flags it compiled with are kernel-builder's, named so a difference can be reported
+    assert "kernel-builder's flags" in error.hint and "-DCPU_KERNEL" in error.hint and "nvcc:" not in error.hint
     located = [p for p in error.problems if p.path == "tiny_add_cpu/add.cpp"]
     assert located and all(p.line and "error" not in p.path for p in located)
     assert not any("ninja" in p.message for p in error.problems)
