@@ -83,6 +83,13 @@ def parse_table(text: str) -> FlagTable:
     return FlagTable(entries=tuple(entries), source=dict(data.get("source", {})))
 
 
+def table_fingerprint() -> str:
+    """sha256 of the table: part of the compile key, so a changed flag recompiles."""
+    import hashlib
+
+    return hashlib.sha256(_table_text().encode()).hexdigest()
+
+
 @functools.lru_cache(maxsize=1)
 def load_table() -> FlagTable:
     return parse_table(_table_text())

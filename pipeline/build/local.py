@@ -70,6 +70,7 @@ def compile_key(project: "KernelProject", plan: Plan, deps: list[str]) -> str:
         # The builder's own files (generated headers, compat shims, compile
         # rules) change what gets compiled without changing the version.
         "builder": _builder_fingerprint(),
+        "flag_table": kb_flags.table_fingerprint(),  # kernel-builder's flags (pipeline/data/build_flags.toml)
         "variant": plan.variant.name,
         "kernel_id": plan.kernel_id,
         "tools": {k: v for k, v in plan.tools.items() if k != "python"},

@@ -144,3 +144,19 @@ def test_a_dependency_only_nix_provides_is_one_clear_refusal():
         _kernel_units(spec, variant, "nvcc", "13.0", [])
     assert info.value.code == "depends-unsupported"
     assert "cutlass_3_8" in info.value.message and "--backend nix" in info.value.hint
+
+
+def test_a_changed_flag_table_changes_the_compile_key(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from pipeline.build import local
+
+    (tmp_path / "build.toml").write_text("[general]\n")
+    project = SimpleNamespace(root=tmp_path)
+    plan = SimpleNamespace(variant=SimpleNamespace(name="torch214-cxx11-cpu-x86_64-linux"), kernel_id="_k_cpu_0000000",
+                           tools={"torch": "2.14.1"}, units=(), compile_inputs=("build.toml",))
+    before = local.compile_key(project, plan, [])
+    assert local.compile_key(project, plan, []) == before
+    text = flags._table_text()
+    monkeypatch.setattr(flags, "_table_text", lambda: text.replace('flags = ["-fPIC"]', 'flags = ["-fPIC", "-g"]'))
+    assert local.compile_key(project, plan, []) != before
