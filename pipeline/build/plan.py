@@ -241,6 +241,17 @@ def _binding_units(project: "KernelProject", variant: Variant, section: dict) ->
     return units
 
 
+_TEMPLATE_STUB = re.compile(r"-static-global-template-stub=(true|false)")
+
+
+def kernel_cuda_flags(flags: tuple[str, ...], cuda_version: str | None) -> tuple[str, ...]:
+    """A kernel's cuda-flags as kernel.cmake passes them: below CUDA 12.8 it
+    drops -static-global-template-stub=..., which that nvcc does not know."""
+    if cuda_version and version_key(cuda_version) < (12, 8):
+        return tuple(f for f in flags if not _TEMPLATE_STUB.fullmatch(f))
+    return tuple(flags)
+
+
 def _kernel_units(spec: "KernelSpec", variant: Variant, nvcc: str | None, cuda_version: str | None,
                   warnings: list[str]) -> tuple[list[Unit], tuple[str, ...]]:
     """One kernel's compile units and the capabilities they build."""
@@ -258,7 +269,8 @@ def _kernel_units(spec: "KernelSpec", variant: Variant, nvcc: str | None, cuda_v
     for src in spec.src:
         suffix = Path(src).suffix
         if suffix in CUDA_SOURCES and variant.backend == "cuda":
-            units.append(Unit(src, "cuda", (spec.name,), tuple(spec.include), tuple(spec.cuda_flags), archs))
+            units.append(Unit(src, "cuda", (spec.name,), tuple(spec.include),
+                              kernel_cuda_flags(tuple(spec.cuda_flags), cuda_version), archs))
         elif suffix in CXX_SOURCES:
             units.append(Unit(src, "cxx", (spec.name,), tuple(spec.include), tuple(spec.cxx_flags), ()))
         elif suffix in (".mm", ".metal", ".hip", ".cl"):

@@ -160,3 +160,11 @@ def test_a_changed_flag_table_changes_the_compile_key(monkeypatch, tmp_path):
     text = flags._table_text()
     monkeypatch.setattr(flags, "_table_text", lambda: text.replace('flags = ["-fPIC"]', 'flags = ["-fPIC", "-g"]'))
     assert local.compile_key(project, plan, []) != before
+
+
+def test_cuda_flags_older_nvcc_does_not_know_are_dropped_as_kernel_cmake_does():
+    from pipeline.build.plan import kernel_cuda_flags
+
+    wanted = ("-static-global-template-stub=false", "-lineinfo")
+    assert kernel_cuda_flags(wanted, "12.6") == ("-lineinfo",)
+    assert kernel_cuda_flags(wanted, "12.8") == wanted and kernel_cuda_flags(wanted, "13.0") == wanted
