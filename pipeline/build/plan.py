@@ -226,6 +226,17 @@ def stable_abi_for(section: dict, backend: str) -> str | None:
     return None
 
 
+def buildable_stable_abi(project: "KernelProject", section: dict, variant: Variant) -> str | None:
+    """The stable-ABI target of this build; refused, as kernel-builder's
+    preamble.cmake refuses it, when it is newer than the variant's torch."""
+    stable_abi = stable_abi_for(section, variant.backend)
+    if stable_abi and version_key(variant.torch) < version_key(stable_abi):
+        raise BuildError(f"{project.name} targets the stable ABI of torch {stable_abi} for {variant.backend} "
+                         f"([torch.stable-abi]); torch {variant.torch} is older", code="variant-unbuildable",
+                         path=str(project.root / "build.toml"), hint=f"build with torch >= {stable_abi}")
+    return stable_abi
+
+
 def _binding_units(project: "KernelProject", variant: Variant, section: dict) -> list[Unit]:
     """The [torch] sources: its `include` and `cxx-flags` (C++ only, as
     torch-binding.cmake applies them)."""
@@ -310,7 +321,8 @@ def make_plan(project: "KernelProject", variant: Variant, out: Path, info: Torch
     package_files = layout.package_files(package_dir, tuple(ext.pyext))
     state = source.source_state(root, source.project_files(root, exclude=[out]))
     kid = source.kernel_id(project.python_name, variant.backend, unique_id or state.unique_id)
+    stable_abi = buildable_stable_abi(project, section, variant)
     return Plan(variant=variant, kernel_id=kid, state=state, units=tuple(merge_units(units)),
                 archs=tuple(dict.fromkeys(all_archs)), compile_inputs=tuple(compile_inputs),
                 package_files=tuple(package_files), tools=tools, warnings=tuple(warnings),
-                stable_abi=stable_abi_for(section, variant.backend))
+                stable_abi=stable_abi)

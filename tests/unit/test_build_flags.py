@@ -168,3 +168,18 @@ def test_cuda_flags_older_nvcc_does_not_know_are_dropped_as_kernel_cmake_does():
     wanted = ("-static-global-template-stub=false", "-lineinfo")
     assert kernel_cuda_flags(wanted, "12.6") == ("-lineinfo",)
     assert kernel_cuda_flags(wanted, "12.8") == wanted and kernel_cuda_flags(wanted, "13.0") == wanted
+
+
+def test_a_stable_abi_newer_than_the_torch_is_refused_as_kernel_builder_refuses_it(tmp_path):
+    from types import SimpleNamespace
+
+    from pipeline.build.plan import buildable_stable_abi
+    from pipeline.matrix import Variant
+
+    project = SimpleNamespace(name="activation", root=tmp_path)
+    variant = Variant(torch="2.14", backend="cuda", backend_version="13.0", arch="x86_64", os="linux", cxx11=True)
+    assert buildable_stable_abi(project, {"stable-abi": {"cuda": "2.10"}}, variant) == "2.10"
+    assert buildable_stable_abi(project, {"stable-abi": {"rocm": "2.10"}}, variant) is None
+    with pytest.raises(BuildError) as info:
+        buildable_stable_abi(project, {"stable-abi": {"cuda": "2.15"}}, variant)
+    assert info.value.code == "variant-unbuildable" and "2.15" in info.value.message
