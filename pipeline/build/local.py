@@ -1,18 +1,23 @@
 """The local backend: the host's variant, compiled with the running torch.
 
-Flags follow kernel-builder's CMake build (preamble.cmake, kernel.cmake,
-utils.cmake): C++17 for torch < 2.12 and C++20 after, `-DTORCH_EXTENSION_NAME=
-<id>`, CPU_KERNEL or CUDA_KERNEL/USE_CUDA, torch's common nvcc flags without
-the no-half-operators defines plus `-DENABLE_FP8`, each kernel's `include`,
-`cxx-flags` and `cuda-flags` applied to its own sources only, and its
-`cuda-capabilities` (capabilities nvcc cannot build are dropped with a
-warning). A CUDA kernel without `cuda-capabilities` builds for
+Every source gets the flags kernel-builder's CMake build gives it, listed
+with their origin in pipeline/data/build_flags.toml (`flags.py`): the
+extension target's definitions, Torch's CMake config (its CUDA flags such as
+--expt-extended-lambda, its interface definitions), CMake's Release flags and
+C++ standard, and the COMMON_NVCC_FLAGS of the running torch without the
+no-half defines; not torch.utils.cpp_extension's own set. Then the source's
+kernels' `include`, `cxx-flags` / `cuda-flags` and `cuda-capabilities`
+(capabilities nvcc cannot build are dropped with a warning). A source listed
+by several kernels is compiled once, with what each of them asks
+(`plan.merge_units`). A CUDA kernel without `cuda-capabilities` builds for
 TORCH_CUDA_ARCH_LIST when set, else the visible GPU (like kernel-builder's
 local development build), else the list in variants.toml.
 
 We write the ninja file ourselves (rather than through setuptools'
-BuildExtension) because flags are per kernel, not per extension; include
+BuildExtension) because flags are per source, not per extension; include
 paths, library paths and compilers come from `torch.utils.cpp_extension`.
+A compile that fails names kernel-builder's flags in its hint: a project
+kernel-builder builds and this backend cannot is this backend's bug.
 """
 
 from __future__ import annotations
@@ -31,19 +36,17 @@ from typing import TYPE_CHECKING, Callable
 
 from pipeline import __version__
 from pipeline.build import cache, layout, toolchain
+from pipeline.build import flags as kb_flags
 from pipeline.build.diagnostics import STATUS, compiler_problems, tail_problems
 from pipeline.build.plan import Plan, choose_variant, make_plan
 from pipeline.build.result import BuildResult, BuiltVariant
 from pipeline.events import Event
 from pipeline.errors import BuildError, Problem
 from pipeline.fsutil import atomic_write_text, require_out_path, staged_dir
-from pipeline.matrix import torch_info, version_key
+from pipeline.matrix import torch_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from pipeline.project import KernelProject
-
-NO_HALF = {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-           "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"}
 
 Report = Callable[[Event], None]
 
@@ -67,6 +70,7 @@ def compile_key(project: "KernelProject", plan: Plan, deps: list[str]) -> str:
         # The builder's own files (generated headers, compat shims, compile
         # rules) change what gets compiled without changing the version.
         "builder": _builder_fingerprint(),
+        "flag_table": kb_flags.table_fingerprint(),  # kernel-builder's flags (pipeline/data/build_flags.toml)
         "variant": plan.variant.name,
         "kernel_id": plan.kernel_id,
         "tools": {k: v for k, v in plan.tools.items() if k != "python"},
@@ -147,7 +151,8 @@ rule link
 class Flags:
     """What every compile and the link of one build share."""
 
-    includes: tuple[str, ...]
+    includes: tuple[str, ...]  # -I, after each source's own
+    system_includes: tuple[str, ...]  # -isystem: Torch, Python, CUDA (CMake's imported targets)
     cxx: tuple[str, ...]
     nvcc: tuple[str, ...]
     link: tuple[str, ...]
@@ -162,37 +167,48 @@ def _torch_paths() -> tuple[list[str], list[str]]:
         return cpp_ext.include_paths(False), cpp_ext.library_paths(False)
 
 
-def _flags(project: "KernelProject", plan: Plan, work: Path, gen: Path) -> Flags:
-    import torch
-    import torch.utils.cpp_extension as cpp_ext
+def _torch_list(name: str) -> tuple[str, ...]:
+    """A list the flag table reads from the running torch, by its dotted name."""
+    import importlib
 
+    module, _, attr = name.rpartition(".")
+    return tuple(getattr(importlib.import_module(module), attr))
+
+
+def build_context(plan: Plan) -> kb_flags.BuildContext:
+    """What decides which of kernel-builder's flags this build gets."""
+    import torch
+
+    return kb_flags.BuildContext(
+        backend=plan.variant.backend, torch=plan.variant.torch, kernel_id=plan.kernel_id,
+        compiler="clang" if "clang" in plan.tools["cxx"].lower() else "gcc",
+        cxx11_abi=bool(torch.compiled_with_cxx11_abi()), stable_abi=plan.stable_abi,
+        torch_lists=tuple((name, _torch_list(name)) for name in kb_flags.torch_lists_needed()))
+
+
+def _flags(project: "KernelProject", plan: Plan, work: Path, gen: Path) -> Flags:
     torch_includes, torch_libs = _torch_paths()
-    std = "c++17" if version_key(plan.variant.torch) < (2, 12) else "c++20"
-    defines = [f"-DTORCH_EXTENSION_NAME={plan.kernel_id}", "-DPy_LIMITED_API=0x03090000",
-               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}"]
-    defines += ["-DCPU_KERNEL"] if plan.variant.backend == "cpu" else ["-DUSE_CUDA=1", "-DCUDA_KERNEL"]
-    includes = [str(gen), *(["csrc"] if (project.root / "csrc").is_dir() else []),
-                *torch_includes, sysconfig.get_paths()["include"]]
+    ctx = build_context(plan)
+    includes = [*(["csrc"] if (project.root / "csrc").is_dir() else []), str(gen)]
+    system = [sysconfig.get_paths()["include"], *torch_includes]
     cuda_home = toolchain.find_cuda_home() if plan.variant.backend == "cuda" else None
     if cuda_home:
-        includes.append(str(cuda_home / "include"))
+        system.append(str(cuda_home / "include"))
         # Headers a minimal toolkit lacks (cuSPARSE, cuBLAS, ... which torch's
-        # CUDA headers include) come with torch's own nvidia-* wheels.
-        includes += [str(p) for p in sorted((_torch_dir().parent / "nvidia").glob("*/include")) if p.is_dir()]
+        # CUDA headers include) come with torch's own nvidia-* wheels (Nix's
+        # build has them from cudaPackages).
+        system += [str(p) for p in sorted((_torch_dir().parent / "nvidia").glob("*/include")) if p.is_dir()]
     cxx = plan.tools["cxx-path"]
     # The project and the work directory (generated headers) by stable names: same bytes at any path.
     remap = toolchain.prefix_map_flags({project.root.resolve(): project.name, work: "kernel-pipeline-build"})
-    cxx_common = ["-O3", "-DNDEBUG", "-fPIC", f"-std={std}", *defines, *remap]
-    if "clang" not in plan.tools["cxx"].lower():
-        cxx_common.append("-fno-gnu-unique")
-    nvcc_common = [f for f in cpp_ext.COMMON_NVCC_FLAGS if f not in NO_HALF] + [
-        "-DENABLE_FP8", "-O3", "-DNDEBUG", f"-std={std}", "-ccbin", cxx, "-Xcompiler", "-fPIC", *defines,
-        *toolchain.host_compiler_flags(remap)]
+    cxx_common = [*kb_flags.compile_flags("cxx", ctx), *remap]
+    nvcc_common = [*kb_flags.compile_flags("cuda", ctx), "-ccbin", cxx, *toolchain.host_compiler_flags(remap)] \
+        if plan.variant.backend == "cuda" else []
     ldflags = ["-shared", *(f"-L{d}" for d in torch_libs), "-lc10", "-ltorch", "-ltorch_cpu"]
     if cuda_home:
         ldflags += ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home / 'lib64'}", "-lcudart"]
     ldflags += toolchain.shared_libstdcxx_args(cxx)
-    return Flags(tuple(includes), tuple(cxx_common), tuple(nvcc_common), tuple(ldflags))
+    return Flags(tuple(includes), tuple(system), tuple(cxx_common), tuple(nvcc_common), tuple(ldflags))
 
 
 def _compile_lines(plan: Plan, flags: Flags, work: Path) -> tuple[list[str], list[str]]:
@@ -202,11 +218,12 @@ def _compile_lines(plan: Plan, flags: Flags, work: Path) -> tuple[list[str], lis
     for index, unit in enumerate(plan.units):
         obj = str(work / "obj" / f"{index}_{re.sub(r'[^A-Za-z0-9_.-]', '_', unit.source)}.o")
         objects.append(obj)
-        unit_includes = [f"-I{i}" for i in (*unit.includes, *flags.includes)]
+        unit_includes = [*(f"-I{i}" for i in (*unit.includes, *flags.includes)),
+                         *(f for i in flags.system_includes for f in ("-isystem", i))]
         # GCC's per-file "random" names (e.g. of static initialisers) from the path, not from chance.
         seed = [f"-frandom-seed={unit.source}"]
         if unit.language == "cuda":
-            gencode = [g for a in unit.archs for g in _gencode(a)]
+            gencode = list(dict.fromkeys(g for a in unit.archs for g in _gencode(a)))
             threads = ["--threads", str(max(1, min(jobs, len(unit.archs))))] if len(unit.archs) > 1 else []
             unit_flags = [*flags.nvcc, *toolchain.host_compiler_flags(seed), *threads, *gencode, *unit_includes,
                           *unit.flags]
@@ -267,7 +284,14 @@ def _ninja_args(work: Path, root: Path) -> list[str]:
     return [toolchain.find_ninja(), "-C", str(Path(root).resolve()), "-f", str(work / "build.ninja")]
 
 
-def run_ninja(project: "KernelProject", work: Path, report: Report) -> None:
+def _compile_failed_hint(plan: Plan, log_path: Path) -> str:
+    languages = tuple(lang for lang in ("cxx", "cuda") if any(u.language == lang for u in plan.units))
+    return (f"full compiler output: {log_path}. {kb_flags.described(build_context(plan), languages)}, then each "
+            "kernel's include, cxx-flags/cuda-flags and capabilities. If kernel-builder (`--backend nix`) builds "
+            "this project, the local backend's difference is a bug: report it with this message")
+
+
+def run_ninja(project: "KernelProject", plan: Plan, work: Path, report: Report) -> None:
     log_path = work / "build.log"
     env = dict(os.environ, NINJA_STATUS="[%f/%t] ", SOURCE_DATE_EPOCH=toolchain.source_date_epoch())
     with open(log_path, "w", encoding="utf-8") as log:
@@ -287,7 +311,7 @@ def run_ninja(project: "KernelProject", work: Path, report: Report) -> None:
             f"compiling {project.name} failed: {len(problems)} compiler error(s)" if problems else
             f"compiling {project.name} failed (ninja exit {code})",
             code="compile-failed", path=str(project.root),
-            hint=f"full compiler output: {log_path}", problems=problems or tail_problems(text, project.root))
+            hint=_compile_failed_hint(plan, log_path), problems=problems or tail_problems(text, project.root))
 
 
 def recorded_deps(work: Path, root: Path) -> list[str]:
@@ -337,7 +361,7 @@ def build_local(project: "KernelProject", out: Path, *, variant: str | None, pro
     if stamp.compile_key != ckey or not library.is_file():
         progress(Event("step", f"compiling {len(plan.units)} source(s) for {target.name}"))
         library = write_ninja(project, plan, work)
-        run_ninja(project, work, progress)
+        run_ninja(project, plan, work, progress)
         if toolchain.private_libstdcxx(library):
             library.unlink()
             raise BuildError(f"{library.name} holds its own copy of libstdc++ (linked statically); it would "

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline import toml
 from pipeline.build import layout, source, toolchain
 from pipeline.errors import BuildError, MatrixError
 from pipeline.matrix import TorchInfo, Variant, cpu_variant_of, default_cuda_capabilities, host_variant, version_key
@@ -84,12 +85,40 @@ def _parse_requested(name: str, buildable: list[Variant]) -> Variant:
 
 @dataclass(frozen=True)
 class Unit:
+    """One compile: a source and what its kernels ask for it."""
+
     source: str  # relative to the project root
     language: str  # "cxx" | "cuda"
-    kernel: str  # "torch" for the binding sources
+    kernels: tuple[str, ...]  # the lists naming it ("torch" for the binding), in build.toml order
     includes: tuple[str, ...]  # relative to the project root
-    flags: tuple[str, ...]  # the kernel's cxx-flags or cuda-flags
+    flags: tuple[str, ...]  # the kernels' cxx-flags or cuda-flags
     archs: tuple[str, ...]  # CUDA capabilities (cuda units)
+
+
+def _union(*lists: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(item for items in lists for item in items))
+
+
+def merge_units(units: list[Unit]) -> list[Unit]:
+    """One unit per source file, as CMake compiles a source once per target
+    however many kernels list it (kernel.cmake appends each kernel's
+    COMPILE_OPTIONS to the file's: its -gencode flags and its flags, in the
+    order the kernels come). CMake keeps one kernel's `include` for the file
+    (set_source_files_properties overwrites, and kernel-builder's kernel
+    order is a hash map's); here the file gets every listing kernel's
+    include directories, in build.toml order, so no choice depends on that
+    order. The first listing fixes the position in the link."""
+    merged: dict[str, Unit] = {}
+    for unit in units:
+        seen = merged.get(unit.source)
+        if seen is None:
+            merged[unit.source] = unit
+            continue
+        merged[unit.source] = Unit(
+            source=unit.source, language=seen.language, kernels=_union(seen.kernels, unit.kernels),
+            includes=_union(seen.includes, unit.includes), flags=seen.flags + unit.flags,
+            archs=_union(seen.archs, unit.archs))
+    return list(merged.values())
 
 
 @dataclass(frozen=True)
@@ -97,12 +126,13 @@ class Plan:
     variant: Variant
     kernel_id: str
     state: source.SourceState
-    units: tuple[Unit, ...]
+    units: tuple[Unit, ...]  # one per source file (`merge_units`)
     archs: tuple[str, ...]  # every capability built (metadata backend.archs)
     compile_inputs: tuple[str, ...]
     package_files: tuple[str, ...]
     tools: dict[str, str]
     warnings: tuple[str, ...]
+    stable_abi: str | None = None  # [torch.stable-abi] for the variant's backend ("2.10")
 
 
 def _cuda_archs(spec: "KernelSpec", nvcc: str, cuda_version: str) -> tuple[tuple[str, ...], list[str]]:
@@ -170,14 +200,67 @@ def _tools(variant: Variant, info: TorchInfo) -> tuple[dict[str, str], str | Non
     return tools, nvcc, cuda_version, warnings
 
 
-def _binding_units(project: "KernelProject", variant: Variant) -> list[Unit]:
+def torch_section(project: "KernelProject") -> dict:
+    """build.toml's [torch] as written: its `cxx-flags` and `stable-abi`,
+    which the project model does not carry (yet)."""
+    try:
+        data = toml.loads(toml.read_text(project.root / "build.toml"))
+    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError):
+        return {}
+    section = data.get("torch")
+    return section if isinstance(section, dict) else {}
+
+
+def _strings(value) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def stable_abi_for(section: dict, backend: str) -> str | None:
+    """The stable-ABI torch version [torch.stable-abi] gives `backend` (kernel-builder's
+    preamble defines TORCH_TARGET_VERSION from it), or None."""
+    table = section.get("stable-abi")
+    if isinstance(table, str):  # one version for every backend
+        return table
+    if isinstance(table, dict) and isinstance(table.get(backend), str):
+        return table[backend]
+    return None
+
+
+def buildable_stable_abi(project: "KernelProject", section: dict, variant: Variant) -> str | None:
+    """The stable-ABI target of this build; refused, as kernel-builder's
+    preamble.cmake refuses it, when it is newer than the variant's torch."""
+    stable_abi = stable_abi_for(section, variant.backend)
+    if stable_abi and version_key(variant.torch) < version_key(stable_abi):
+        raise BuildError(f"{project.name} targets the stable ABI of torch {stable_abi} for {variant.backend} "
+                         f"([torch.stable-abi]); torch {variant.torch} is older", code="variant-unbuildable",
+                         path=str(project.root / "build.toml"), hint=f"build with torch >= {stable_abi}")
+    return stable_abi
+
+
+def _binding_units(project: "KernelProject", variant: Variant, section: dict) -> list[Unit]:
+    """The [torch] sources: its `include` and `cxx-flags` (C++ only, as
+    torch-binding.cmake applies them)."""
     ext = project.torch_ext
+    cxx_flags = _strings(section.get("cxx-flags"))
     units = []
     for src in ext.src:
         suffix = Path(src).suffix
-        if suffix in CXX_SOURCES or (suffix in CUDA_SOURCES and variant.backend == "cuda"):
-            units.append(Unit(src, "cuda" if suffix in CUDA_SOURCES else "cxx", "torch", tuple(ext.include), (), ()))
+        if suffix in CXX_SOURCES:
+            units.append(Unit(src, "cxx", ("torch",), tuple(ext.include), cxx_flags, ()))
+        elif suffix in CUDA_SOURCES and variant.backend == "cuda":
+            units.append(Unit(src, "cuda", ("torch",), tuple(ext.include), (), ()))
     return units
+
+
+_TEMPLATE_STUB = re.compile(r"-static-global-template-stub=(true|false)")
+
+
+def kernel_cuda_flags(flags: tuple[str, ...], cuda_version: str | None) -> tuple[str, ...]:
+    """A kernel's cuda-flags as kernel.cmake passes them: below CUDA 12.8 it
+    drops -static-global-template-stub=..., which that nvcc does not know."""
+    if cuda_version and version_key(cuda_version) < (12, 8):
+        return tuple(f for f in flags if not _TEMPLATE_STUB.fullmatch(f))
+    return tuple(flags)
 
 
 def _kernel_units(spec: "KernelSpec", variant: Variant, nvcc: str | None, cuda_version: str | None,
@@ -185,8 +268,10 @@ def _kernel_units(spec: "KernelSpec", variant: Variant, nvcc: str | None, cuda_v
     """One kernel's compile units and the capabilities they build."""
     unknown = [d for d in spec.depends if d not in LOCAL_DEPENDS]
     if unknown:
-        raise BuildError(f"kernel {spec.name} depends on {', '.join(unknown)}, which the local backend "
-                         "cannot provide", code="depends-unsupported", hint="use --backend nix")
+        raise BuildError(f"kernel {spec.name} depends on {', '.join(unknown)}, which kernel-builder's Nix build "
+                         "provides and the local backend cannot (it has torch and the CUDA toolkit only)",
+                         code="depends-unsupported",
+                         hint="build this variant with kernel-builder: --backend nix (or `nix build PATH#bundle`)")
     archs: tuple[str, ...] = ()
     if variant.backend == "cuda" and any(Path(s).suffix in CUDA_SOURCES for s in spec.src):
         archs, dropped = _cuda_archs(spec, nvcc, cuda_version)
@@ -195,9 +280,10 @@ def _kernel_units(spec: "KernelSpec", variant: Variant, nvcc: str | None, cuda_v
     for src in spec.src:
         suffix = Path(src).suffix
         if suffix in CUDA_SOURCES and variant.backend == "cuda":
-            units.append(Unit(src, "cuda", spec.name, tuple(spec.include), tuple(spec.cuda_flags), archs))
+            units.append(Unit(src, "cuda", (spec.name,), tuple(spec.include),
+                              kernel_cuda_flags(tuple(spec.cuda_flags), cuda_version), archs))
         elif suffix in CXX_SOURCES:
-            units.append(Unit(src, "cxx", spec.name, tuple(spec.include), tuple(spec.cxx_flags), ()))
+            units.append(Unit(src, "cxx", (spec.name,), tuple(spec.include), tuple(spec.cxx_flags), ()))
         elif suffix in (".mm", ".metal", ".hip", ".cl"):
             raise BuildError(f"kernel {spec.name}: the local backend cannot compile {src}",
                              code="framework-unsupported", hint="use --backend nix")
@@ -211,7 +297,8 @@ def make_plan(project: "KernelProject", variant: Variant, out: Path, info: Torch
         raise BuildError(f"{project.name} is a {project.framework} project; the local backend builds compiled "
                          "torch extensions only", code="framework-unsupported", hint="use --backend nix")
     tools, nvcc, cuda_version, warnings = _tools(variant, info)
-    units = _binding_units(project, variant)
+    section = torch_section(project)
+    units = _binding_units(project, variant, section)
     all_archs: list[str] = []
     kernels = [k for k in project.kernels if k.backend == variant.backend]
     for spec in kernels:
@@ -234,6 +321,8 @@ def make_plan(project: "KernelProject", variant: Variant, out: Path, info: Torch
     package_files = layout.package_files(package_dir, tuple(ext.pyext))
     state = source.source_state(root, source.project_files(root, exclude=[out]))
     kid = source.kernel_id(project.python_name, variant.backend, unique_id or state.unique_id)
-    return Plan(variant=variant, kernel_id=kid, state=state, units=tuple(units), archs=tuple(all_archs),
-                compile_inputs=tuple(compile_inputs), package_files=tuple(package_files), tools=tools,
-                warnings=tuple(warnings))
+    stable_abi = buildable_stable_abi(project, section, variant)
+    return Plan(variant=variant, kernel_id=kid, state=state, units=tuple(merge_units(units)),
+                archs=tuple(dict.fromkeys(all_archs)), compile_inputs=tuple(compile_inputs),
+                package_files=tuple(package_files), tools=tools, warnings=tuple(warnings),
+                stable_abi=stable_abi)

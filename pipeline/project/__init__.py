@@ -107,7 +107,9 @@ def _validate_project(root: Path, shown: str, text: str, data: dict) -> Validati
     sink = Sink(shown)
     framework = next((fw for fw in FRAMEWORKS if isinstance(data.get(fw), dict)), "torch")
     check_flake(sink, root)
-    check_committed(sink, root, EXT_DIRS[framework], listed_sources(data))
+    general = data.get("general") if isinstance(data.get("general"), dict) else {}
+    name = general.get("name") if isinstance(general.get("name"), str) else None
+    check_committed(sink, root, EXT_DIRS[framework], listed_sources(data), name)
     accepted, edition = check_schema(sink, root, text, data)
     # A refused build.toml still describes most of the project: check the rest in the same run.
     project = project_from(root, data, edition)

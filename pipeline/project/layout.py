@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -37,8 +38,7 @@ def _inside_git_work_tree(root: Path) -> bool:
 
 
 def _ignored_by_git(root: Path, candidates: list[str]) -> set[str]:
-    """The candidates git ignores (so they would never be committed). Outside a
-    git work tree nothing is ignored: the files are there, so they ship."""
+    """The candidates git ignores (so they would never be committed)."""
     if not candidates:
         return set()
     try:
@@ -49,6 +49,59 @@ def _ignored_by_git(root: Path, candidates: list[str]) -> set[str]:
     if out.returncode not in (0, 1):
         return set()
     return {c.rstrip("/") for c in out.stdout.split("\0") if c}
+
+
+def _tracked_by_git(root: Path, candidates: list[str]) -> set[str] | None:
+    """The candidates (files, or directories holding a file) that git tracks
+    (`git ls-files`, paths relative to `root`); None when git cannot say."""
+    if not candidates:
+        return set()
+    try:
+        out = subprocess.run(["git", "--literal-pathspecs", "-C", str(root), "ls-files", "-z", "--", *candidates],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    tracked = [f for f in out.stdout.split("\0") if f]
+    return {c for c in candidates if any(f == c or f.startswith(c + "/") for f in tracked)}
+
+
+def _is_staging_leftover(name: str) -> bool:
+    # fsutil.staged_dir's names while a variant directory is replaced.
+    return name.startswith(".") and (".tmp-" in name or ".old-" in name)
+
+
+def written_by_a_build(build_dir: Path, project_name: str | None) -> bool:
+    """Whether `build_dir` holds only what `pipeline build` writes there:
+    variant directories whose metadata.json names this project and records
+    the tool that built it (`provenance.kernel-builder`: kernel-pipeline for
+    the local backend, kernel-builder for the nix backend's copies).
+    Anything else (objects, a loose .so, a CMake tree, a hand-made
+    metadata.json) was not put there by a build."""
+    try:
+        entries = [e for e in build_dir.iterdir() if not _is_staging_leftover(e.name)]
+    except OSError:
+        return False
+    if not entries:
+        return True
+    for entry in entries:
+        meta = entry / "metadata.json"
+        if entry.is_symlink() or not entry.is_dir() or not meta.is_file():
+            return False
+        try:
+            document = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if not isinstance(document, dict):
+            return False
+        builder = (document.get("provenance") or {}).get("kernel-builder") if isinstance(
+            document.get("provenance"), dict) else None
+        if not isinstance(builder, dict) or not builder.get("version"):
+            return False
+        if project_name and document.get("name") != project_name:
+            return False
+    return True
 
 
 def listed_sources(data: dict) -> set[str]:
@@ -67,8 +120,10 @@ def _generated_code(rel: str, listed: set[str]) -> str:
     return "generated-file-committed" if copied else "generated-file-stale"
 
 
-def check_committed(sink: Sink, root: Path, ext_dir: str, listed: set[str] = frozenset()) -> None:
-    """Build output, and files kernel-builder generates (judged by whether a src list copies them)."""
+def check_committed(sink: Sink, root: Path, ext_dir: str, listed: set[str] = frozenset(),
+                    project_name: str | None = None) -> None:
+    """Committed build output (`_committed` says what committed means), and
+    files kernel-builder generates (judged by whether a src list copies them)."""
     found: list[tuple[str, str, str]] = []  # (rel, code, message)
     for dirpath, dirnames, filenames in _walk(root):
         rel_dir = dirpath.relative_to(root)
@@ -99,17 +154,42 @@ def check_committed(sink: Sink, root: Path, ext_dir: str, listed: set[str] = fro
                     "copies it")))
     if not found:
         return
-    if not _inside_git_work_tree(root):
-        # Nothing can be "committed" here: `build/`, `result` and __pycache__
-        # are what `pipeline build` and Python themselves leave behind (e.g. a
-        # tarball checkout built once); stray binaries elsewhere still count.
-        found = [(rel, code, msg) for rel, code, msg in found
-                 if not (rel in _ROOT_OUTPUT_DIRS or rel == "result" or rel.startswith("result-")
-                         or "__pycache__" in rel.split("/"))]
-    ignored = _ignored_by_git(root, [rel for rel, _c, _m in found])
-    for rel, code, message in found:
-        if rel not in ignored:
-            sink.add(code, message, rel)
+    for rel, code, message in _committed(root, found, project_name):
+        sink.add(code, message, rel)
+
+
+def _committed(root: Path, found: list[tuple[str, str, str]],
+               project_name: str | None) -> list[tuple[str, str, str]]:
+    """What of `found` counts as committed.
+
+    In a git work tree, build output counts when git tracks it: a `build/`
+    that `pipeline build` just wrote into a checkout without .gitignore is
+    not committed. Generated files count unless git ignores them (their harm
+    is being copied by a build, tracked or not). Without git, the tree is
+    what ships (a tarball, a copy): output counts unless a build tool put it
+    where it stands: a root `build/` holding only variant directories whose
+    metadata.json names this project and the tool that built it
+    (`written_by_a_build`), `result` symlinks, __pycache__. Such a build
+    cannot be told from one a tarball shipped, and it is a build of this
+    project that loads; a stray binary, an object file or a build/ of
+    anything else is reported.
+    """
+    if _inside_git_work_tree(root):
+        output = [rel for rel, code, _m in found if code == "build-output-committed"]
+        tracked = _tracked_by_git(root, output)
+        ignored = _ignored_by_git(root, [rel for rel, code, _m in found if code != "build-output-committed"])
+        return [(rel, code, msg) for rel, code, msg in found
+                if (rel not in ignored if code != "build-output-committed"
+                    else tracked is None or rel in tracked)]
+    kept = []
+    for rel, code, msg in found:
+        if code == "build-output-committed":
+            if rel == "result" or rel.startswith("result-") or "__pycache__" in rel.split("/"):
+                continue
+            if rel in ("build",) and written_by_a_build(root / rel, project_name):
+                continue
+        kept.append((rel, code, msg))
+    return kept
 
 
 _FLAKE_URL = re.compile(r'kernel-builder(?:\.url)?\s*=\s*(?:\{[^}]*url\s*=\s*)?"([^"]+)"')

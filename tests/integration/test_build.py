@@ -8,13 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from pipeline.build import build_project, layout
 from pipeline.events import Event
-from pipeline.errors import BuildError
+from pipeline.errors import BuildError, ValidationError
 from pipeline.matrix import host_variant
 from pipeline.project import load_project
 
@@ -164,11 +165,71 @@ def test_failed_compile_shows_compiler_errors_and_leaves_build_alone(tmp_path, c
         build_project(load_project(src), out, backend="local")
     error = caught.value
     assert error.code == "compile-failed"
+    # the flags it compiled with are kernel-builder's, named so a difference can be reported
+    assert "kernel-builder's flags" in error.hint and "-DCPU_KERNEL" in error.hint and "nvcc:" not in error.hint
     located = [p for p in error.problems if p.path == "tiny_add_cpu/add.cpp"]
     assert located and all(p.line and "error" not in p.path for p in located)
     assert not any("ninja" in p.message for p in error.problems)
     assert sorted(p.name for p in out.iterdir()) == [CPU_NAME]
     assert [p.name for p in previous.iterdir()] == ["marker.txt"]
+
+
+@pytest.mark.slow
+def test_a_source_in_two_kernels_is_compiled_once_with_both_kernels_flags(tmp_path, cache_env):
+    """As CMake does: one object for the file, both kernels' cxx-flags on it,
+    linked once (two objects would define add_scaled twice). [torch] cxx-flags
+    reach the binding. Each flag is proved by an #error that fires without it."""
+    src = _copy_fixture(tmp_path / "shared", git=False)
+    toml_text = (src / "build.toml").read_text()
+    toml_text = toml_text.replace('[torch]\nsrc = [', '[torch]\ncxx-flags = ["-DTINY_BINDING_FLAG"]\nsrc = [')
+    toml_text += textwrap.dedent("""
+        [kernel.tiny_add_cpu_again]
+        backend = "cpu"
+        depends = ["torch"]
+        cxx-flags = ["-DTINY_SECOND_KERNEL_FLAG"]
+        include = ["tiny_add_cpu"]
+        src = ["tiny_add_cpu/add.cpp"]
+        """)
+    (src / "build.toml").write_text(toml_text)
+    for rel, macro in (("tiny_add_cpu/add.cpp", "TINY_SECOND_KERNEL_FLAG"), ("tiny_add_cpu/add.cpp", "TINY_ADD_UNROLL"),
+                       ("torch-ext/torch_binding.cpp", "TINY_BINDING_FLAG")):
+        path = src / rel
+        path.write_text(f"#ifndef {macro}\n#error {macro} did not reach {rel}\n#endif\n" + path.read_text())
+    project = load_project(src)
+    result = build_project(project, tmp_path / "out", backend="local")
+    variant = result.variants[0]
+    assert (variant.path / f"{variant.kernel_id}.abi3.so").is_file()
+    from pipeline.build import cache
+
+    ninja = (cache.work_dir(src, variant.variant.name) / "build.ninja").read_text()
+    compiles = [line for line in ninja.splitlines() if line.startswith("build ") and ": cxx tiny_add_cpu/add.cpp" in line]
+    assert len(compiles) == 1, compiles
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("git", [False, True], ids=["tarball", "git-checkout"])
+def test_a_standalone_project_is_not_refused_for_its_own_build(tmp_path, cache_env, git):
+    """`pipeline build P` then `smoke P/build --kernel P` (which resolves and
+    validates P): the build/ that the build just wrote, in a project without
+    .gitignore, is not committed output. Committed in git, it is."""
+    from pipeline.workspace import resolve, resolve_for_build
+
+    src = tmp_path / "tiny-add"
+    shutil.copytree(FIXTURE, src, ignore=shutil.ignore_patterns("build", "__pycache__", ".gitignore"))
+    if git:
+        _git(src, "init", "-q")
+        _git(src, "add", "-A")
+        _git(src, "commit", "-qm", "sources only")
+    build_project(load_project(src), src / "build", backend="local")
+    kernel = resolve(src)  # smoke --kernel P; publish --kernel P resolves the same way
+    assert kernel.project.root == src
+    assert resolve_for_build(src / "build", None).project.root.resolve() == src.resolve()
+    if git:
+        _git(src, "add", "-A")
+        _git(src, "commit", "-qm", "the build, committed")
+        with pytest.raises(ValidationError) as caught:
+            resolve(src)
+        assert caught.value.code == "build-output-committed"
 
 
 # ---------------------------------------------------------------- refusals (no compile)

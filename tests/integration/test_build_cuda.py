@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -84,3 +85,61 @@ def test_rmsnorm_cuda_variant_compiles_links_and_registers_its_ops(tmp_path):
     bundle = pytest.importorskip("pipeline.bundle")  # the check needs no CUDA: this interpreter
     report = bundle.check_bundle(out)
     assert report.ok, [p.format() for p in report.problems]
+
+
+TINY_ADD = REPO / "tests" / "fixtures" / "tiny-add"
+
+# What kernel-builder's CMake build accepts and torch.utils.cpp_extension's flags
+# refuse: a __device__ lambda (Torch's CMake config passes --expt-extended-lambda;
+# kernels-community's rotary failed with 20 such errors) and __half arithmetic
+# (cpp_extension defines -D__CUDA_NO_HALF_OPERATORS__, kernel-builder removes it).
+EXTENDED_KERNEL = r'''
+#include <cuda_fp16.h>
+
+template <typename F>
+__global__ void apply_kernel(float *out, int64_t n, F f) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = f(i);
+}
+
+__device__ float through_half(float x) {
+  __half h = __float2half(x);
+  return __half2float(h * __float2half(1.0f) + __float2half(0.0f));
+}
+
+void add_scaled(at::Tensor &out, const at::Tensor &a, const at::Tensor &b, double alpha) {
+  TORCH_CHECK(a.is_cuda() && b.is_cuda() && out.is_cuda(), "add_scaled: CUDA tensors only");
+  const int64_t n = a.numel();
+  const float *pa = a.data_ptr<float>();
+  const float *pb = b.data_ptr<float>();
+  const float s = static_cast<float>(alpha);
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  apply_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
+      out.data_ptr<float>(), n, [=] __device__(int64_t i) { return pa[i] + s * through_half(pb[i]); });
+}
+'''
+
+
+@pytest.mark.cuda_build(own_interpreter=True)
+@pytest.mark.slow
+def test_cuda_sources_get_kernel_builders_flags_not_cpp_extensions(tmp_path):
+    python = cuda_python()
+    if python is None:
+        pytest.skip("cuda_build: no CUDA torch interpreter (set PIPELINE_CUDA_PYTHON)")
+    env = _env()
+    if not Path(env["CUDA_HOME"], "bin", "nvcc").exists():
+        pytest.skip(f"cuda_build: no nvcc in CUDA_HOME={env['CUDA_HOME']}")
+    env["PIPELINE_CACHE_DIR"] = str(tmp_path / "cache")
+    src = tmp_path / "tiny-add"
+    shutil.copytree(TINY_ADD, src, ignore=shutil.ignore_patterns("build", "__pycache__"))
+    cu = src / "tiny_add_cuda" / "add.cu"
+    head = cu.read_text().split("__global__")[0]
+    cu.write_text(head + EXTENDED_KERNEL)
+    toml_path = src / "build.toml"
+    toml_path.write_text(toml_path.read_text().replace('cuda-capabilities = ["8.0", "9.0"]',
+                                                       'cuda-capabilities = ["9.0"]'))
+    done = subprocess.run([python, "-m", "pipeline", "build", str(src), "--backend", "local", "--json"],
+                          capture_output=True, text=True, env=env, timeout=3000)
+    assert done.returncode == 0, done.stderr[-6000:]
+    (built,) = json.loads(done.stdout)["kernels"][0]["variants"]
+    assert "-cu" in built["variant"] and (src / "build" / built["variant"] / f"{built['kernel_id']}.abi3.so").is_file()

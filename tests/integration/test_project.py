@@ -164,25 +164,74 @@ def test_build_toml_path_is_accepted_as_its_project():
     assert report.ok and report.project is not None and report.project.root == FIXTURES / "good"
 
 
-def test_build_output_ignored_by_git_is_not_reported(tmp_path):
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def test_build_output_counts_when_git_tracks_it(tmp_path):
+    """In git, committed means tracked: an untracked build/ in a checkout without
+    .gitignore is not reported; once added it is, ignored or not."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     project = tmp_path / "proj"
     shutil.copytree(FIXTURES / "build-dir-committed", project)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    _git(project, "init", "-q")
+    assert validate(project).problems == ()
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "with build/")
     assert [p.code for p in validate(project).problems] == ["build-output-committed"]
     (project / ".gitignore").write_text("build/\n")
+    assert [p.code for p in validate(project).problems] == ["build-output-committed"]
+    _git(project, "rm", "-r", "-q", "--cached", "build")
     assert validate(project).problems == ()
 
 
-def test_build_output_outside_git_is_what_the_tools_left(tmp_path):
-    """A tarball checkout built once: its build/ is the pipeline's own output,
-    but a stray binary elsewhere is still reported."""
+def test_untracked_stray_binary_in_git_is_not_committed(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "so-committed", project)
+    _git(project, "init", "-q")
+    assert validate(project).problems == ()
+    _git(project, "add", "-A")
+    assert [p.code for p in validate(project).problems] == ["build-output-committed"]
+
+
+def _variant_metadata(name: str, builder: str | None) -> str:
+    document = {"name": name, "id": "_fixture_kernel_cpu_abc1234", "version": 1, "license": "apache-2.0",
+                "python-depends": [], "backend": {"type": "cpu"}}
+    if builder:
+        document["provenance"] = {"kernel-builder": {"version": builder}}
+    return json.dumps(document)
+
+
+def test_build_output_outside_git_is_judged_by_what_wrote_it(tmp_path):
+    """A tarball or a copy ships what it holds: a build/ counts unless it holds
+    only variant directories a build wrote for this project (metadata.json with
+    the builder's provenance); result links and __pycache__ are the tools'."""
     project = tmp_path / "proj"
     shutil.copytree(FIXTURES / "build-dir-committed", project)
-    assert validate(project).problems == ()
-    (project / "torch-ext" / "stray.so").write_bytes(b"\x7fELF")
+    meta = project / "build" / "torch213-cxx11-cpu-x86_64-linux" / "metadata.json"
+    # the fixture's metadata.json names no builder: nothing a build writes
     assert [p.code for p in validate(project).problems] == ["build-output-committed"]
+    meta.write_text(_variant_metadata("fixture-kernel", "kernel-pipeline 0.1.0"))
+    assert validate(project).problems == ()
+    meta.write_text(_variant_metadata("fixture-kernel", "0.5.0"))  # kernel-builder's, via --backend nix
+    assert validate(project).problems == ()
+    (project / "build" / ".torch213-cxx11-cpu-x86_64-linux.tmp-abcd").mkdir()  # an interrupted rewrite
+    (project / "torch-ext" / "fixture_kernel" / "__pycache__").mkdir()
+    (project / "result").symlink_to("/nix/store/0000-fixture-kernel")
+    assert validate(project).problems == ()
+    meta.write_text(_variant_metadata("another-kernel", "kernel-pipeline 0.1.0"))
+    assert [p.code for p in validate(project).problems] == ["build-output-committed"]
+    meta.write_text(_variant_metadata("fixture-kernel", "kernel-pipeline 0.1.0"))
+    (project / "build" / "CMakeCache.txt").write_text("")  # a CMake tree in build/: not a build's output
+    assert [p.code for p in validate(project).problems] == ["build-output-committed"]
+    (project / "build" / "CMakeCache.txt").unlink()
+    (project / "torch-ext" / "stray.so").write_bytes(b"\x7fELF")
+    assert [(p.code, Path(p.path).relative_to(project).as_posix()) for p in validate(project).problems] == [
+        ("build-output-committed", "torch-ext/stray.so")]
 
 
 # ------------------------------------------------------------ rule table ----
