@@ -154,11 +154,22 @@ def _fail(row: Row, stage: str, rc: int | None, data: dict, stderr: str) -> Row:
         row.code = "smoke-failed"
         if not row.message:
             tests = data.get("project_tests") or {}
-            row.message = (f"the project's own tests: {tests.get('failed')} failed" if tests.get("failed")
-                           else "nothing available or nothing ran")
+            untested = data.get("untested") or []
+            if tests.get("failed"):
+                row.message = f"the project's own tests: {tests.get('failed')} failed"
+            elif untested and not data.get("results"):
+                row.code = "smoke-untested"
+                row.message = (f"no contract fits {', '.join(untested)} and no test of the project calls them"
+                               + ("" if tests else " (it has no tests)"))
+            else:
+                row.message = "nothing available or nothing ran"
     else:
         row.code = str(data.get("code") or f"exit {rc}")
-        row.message = str(data.get("error") or (stderr.strip().splitlines() or [""])[-1])[:300]
+        row.message = str(data.get("error") or (stderr.strip().splitlines() or [""])[-1])
+        first = next((p for p in data.get("problems") or () if isinstance(p, dict) and p.get("message")), None)
+        if first is not None:  # e.g. the compiler's first error line
+            row.message += f"; {first.get('path') or ''}:{first.get('line') or ''}: {first['message']}"
+        row.message = row.message[:400]
     return row
 
 
