@@ -213,13 +213,22 @@ def run_project(src: Path, work: Path, seeds: int, python: str, arch: str | None
     for stage, cmd in steps.items():
         start = time.perf_counter()
         rc, data, stderr = _run(cmd, work, env, STAGE_TIMEOUT_S[stage])
+        # Each stage's JSON and stderr beside the copy: the evidence behind the row.
+        (work / f"{stage}.json").write_text(json.dumps(data, indent=2) + "\n")
+        (work / f"{stage}.log").write_text(stderr)
         row.seconds[stage] = round(time.perf_counter() - start, 1)
         if stage == "smoke" and isinstance(data, dict) and "results" in data:
             _smoke_details(row, data)
         if rc != 0:
             if stage == "publish" and rc == 10:  # uploaded; verify failed
                 row.stages["publish"] = "ok"
-                return _fail(row, "verify", rc, data, stderr)
+                row = _fail(row, "verify", rc, data, stderr)
+                problems = (data.get("verify") or {}).get("problems") or []
+                if problems:
+                    first = problems[0]
+                    row.code = str(first.get("code") or row.code)
+                    row.message = str(first.get("error") or first.get("message") or row.message)[:400]
+                return row
             return _fail(row, stage, rc, data, stderr)
         row.stages[stage] = "ok"
     row.stages["verify"] = "ok" if data.get("verify", {}).get("ok", True) else "FAIL"

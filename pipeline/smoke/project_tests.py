@@ -105,6 +105,7 @@ def run_project_tests(project_root: Path, variant_dir: Path, build_root: Path, p
                       timeout_s: float = TIMEOUT_S) -> ProjectTests | None:
     """Run `pytest -m kernels_ci tests/` (every test under tests/ where none is marked);
     None when the project has no tests."""
+    project_root = Path(project_root).resolve()  # pytest runs in a temporary directory
     files = _test_files(project_root)
     if not files:
         return None
