@@ -134,8 +134,10 @@ def _print(report, output) -> None:
         output.problem(w.format())
     tests = report.project_tests
     if tests is not None:
+        absent = (f", {tests.unavailable} call ops not available on {report.device_type or report.device}"
+                  if tests.unavailable else "")
         output.result(f"project tests ({tests.command}): {tests.ran} ran, {tests.failed} failed, "
-                      f"{tests.skipped} skipped")
+                      f"{tests.skipped} skipped{absent}")
         if tests.output and not tests.passed:
             output.result(tests.output)
     values = [r for r in report.results if r.check == "values" and r.error is not None and r.bound]

@@ -9,7 +9,10 @@ the tests name (and `kernels-community/<name>`) at the build tree, the Hub
 offline, and `<NAME>_BUILD_DIR` set (what our kernels' conftest reads). Where no
 test is marked, every test under `tests/` runs.
 
-`op_trace` records which of the kernel's ops the passing tests called: an op no
+A test that fails only because it calls an op the variant ships no kernel of for this
+device (the dispatcher's "Could not run ... backend"), or because it needs a GPU this
+host lacks ("Torch not compiled with CUDA enabled"), counts as "not available", not
+failed: it tests another variant. `op_trace` records which of the kernel's ops the passing tests called: an op no
 contract covers but those tests call is "tested by the project's own tests
 only", a weaker tier than a contract. They add to the contracts, never replace them.
 """
@@ -68,13 +71,30 @@ def _env(link_dir: Path, build_root: Path, python_name: str, ids: list[str], nam
     return env
 
 
-def _counts(junit: Path) -> tuple[int, int, int]:
+# How the dispatcher says an op has no kernel for a device: such a failing test tests an op
+# this variant does not ship for the device ("not available"), not a wrong kernel.
+_NO_KERNEL = re.compile(r"Could not run '(?:[\w.]+)::(\w+)' with arguments from the '(\w+)' backend")
+# A test that needs a GPU this host does not have (kernels-community's kernels_ci tests of an op
+# often pin "cuda:0"): it tests another variant, not this one.
+_NO_GPU = re.compile(r"Torch not compiled with CUDA enabled|No CUDA GPUs are available|Found no NVIDIA driver")
+
+
+def _counts(junit: Path, unavailable: tuple[str, ...] = ()) -> tuple[int, int, int, int]:
+    """(ran, failed, skipped, failed only by calling an op the variant does not ship here)."""
     root = ET.parse(junit).getroot()
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     total = sum(int(s.get("tests", 0)) for s in suites)
     failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
     skipped = sum(int(s.get("skipped", 0)) for s in suites)
-    return total - skipped, failed, skipped
+    absent = 0
+    for case in root.iter("testcase"):
+        for bad in list(case.findall("failure")) + list(case.findall("error")):
+            text = (bad.get("message") or "") + "\n" + (bad.text or "")
+            ops = {m.group(1) for m in _NO_KERNEL.finditer(text)}
+            if (ops and ops <= set(unavailable)) or (not ops and _NO_GPU.search(text)):
+                absent += 1
+                break
+    return total - skipped, failed - absent, skipped, absent
 
 
 def _traced(trace: Path) -> tuple[str, ...]:
@@ -101,7 +121,7 @@ def _run(cmd: list[str], cwd: str, env: dict, timeout_s: float) -> tuple[int | N
 
 
 def run_project_tests(project_root: Path, variant_dir: Path, build_root: Path, python_name: str, *,
-                      namespace: str = "", kernel_name: str | None = None,
+                      namespace: str = "", kernel_name: str | None = None, unavailable: tuple[str, ...] = (),
                       timeout_s: float = TIMEOUT_S) -> ProjectTests | None:
     """Run `pytest -m kernels_ci tests/` (every test under tests/ where none is marked);
     None when the project has no tests."""
@@ -130,6 +150,6 @@ def run_project_tests(project_root: Path, variant_dir: Path, build_root: Path, p
                 return None
             crashed = f"the tests' process ended with code {code}" + (" (a signal)" if code < 0 else "")
             return ProjectTests(shown, 0, 1, 0, output=f"{crashed}\n{tail}")
-        ran, failed, skipped = _counts(junit)
-        tail = "" if code == 0 else "\n".join(re.sub(r"\s+$", "", out).splitlines()[-20:])
-        return ProjectTests(shown, ran, failed, skipped, output=tail, ops=_traced(trace))
+        ran, failed, skipped, absent = _counts(junit, unavailable)
+        tail = "" if code == 0 or not failed else "\n".join(re.sub(r"\s+$", "", out).splitlines()[-20:])
+        return ProjectTests(shown, ran - absent, failed, skipped, output=tail, ops=_traced(trace), unavailable=absent)

@@ -98,6 +98,7 @@ class ProjectTests:
     skipped: int
     output: str = ""  # the tail, when something failed
     ops: tuple[str, ...] = ()  # the kernel's ops that the passing tests called
+    unavailable: int = 0  # tests that failed only by calling an op not available on the device
 
     @property
     def passed(self) -> bool:

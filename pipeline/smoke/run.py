@@ -389,7 +389,8 @@ def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seed: int | None = N
     if kernel is not None and cases_file is None and not only:
         report(Event("step", "running the project's own tests", stage="smoke"))
         tests = run_project_tests(kernel.root, Path(loaded.path), bundle.root, kernel.project.python_name,
-                                  namespace=loaded.kernel_id, kernel_name=loaded.kernel_name)
+                                  namespace=loaded.kernel_id, kernel_name=loaded.kernel_name,
+                                  unavailable=loaded.unavailable)
         if tests is not None and tests.passed:
             ex.project_ops = {op: 1 for op in tests.ops}
     where = kernel.shown if kernel is not None else str(bundle.root)

@@ -494,3 +494,20 @@ def test_smoke_cli_fails_on_planted_bug():
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 7
     assert "FAIL" in proc.stdout and "seed " in proc.stdout
+
+
+def test_project_tests_of_an_op_or_gpu_this_host_lacks_are_not_failures(tmp_path):
+    project = tmp_path / "proj"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_k.py").write_text(
+        "import pytest\nimport mykernel\n\n\n@pytest.mark.kernels_ci\ndef test_cuda_only():\n"
+        "    raise NotImplementedError(\"Could not run '_mykernel_cpu_1::gelu' with arguments from the 'CPU' backend.\")\n\n\n"
+        "@pytest.mark.kernels_ci\ndef test_needs_a_gpu():\n    raise AssertionError('Torch not compiled with CUDA enabled')\n\n\n"
+        "@pytest.mark.kernels_ci\ndef test_really_wrong():\n"
+        "    raise NotImplementedError(\"Could not run '_mykernel_cpu_1::silu' with arguments from the 'CPU' backend.\")\n")
+    variant = tmp_path / "build" / "torch213-cxx11-cpu-x86_64-linux"
+    variant.mkdir(parents=True)
+    (variant / "__init__.py").write_text("ONE = 1\n")
+    result = run_project_tests(project, variant, variant.parent, "mykernel", unavailable=("gelu",))
+    # gelu has no CPU kernel and the GPU test needs a GPU: not failures; silu is available, so its error is one
+    assert (result.ran, result.failed, result.unavailable) == (1, 1, 2)

@@ -77,8 +77,9 @@ def test_a_segfault_fails_its_cases_and_the_rest_run(planted, monkeypatch):
 def test_an_abort_is_a_crash_of_its_case(planted, monkeypatch):
     report = _smoke(planted, monkeypatch, "abort-empty", only=FP32)
     crashed = _failed(report)
-    assert set(crashed) == {"relu:relu/fp32/0x4096/contiguous", "relu:relu/fp32/2x0x7/contiguous"}
-    assert all("SIGABRT" in r.message and r.category == "empty" for r in crashed.values())
+    empty = {r.name for r in report.results if r.category == "empty"}
+    assert len(empty) == 2 and set(crashed) == empty  # the empty cases, whatever their knobs
+    assert all("SIGABRT" in r.message and r.kind == "crash" for r in crashed.values())
     assert sum(r.passed for r in report.results) == 2 * (len({r.name for r in report.results}) - 2)
 
 
@@ -88,10 +89,10 @@ def test_an_endless_loop_times_out_within_the_timeout(planted, monkeypatch):
                     timeout_s=3)
     took = time.monotonic() - start
     hung = {r.name: r for r in report.failures}
-    assert set(hung) == {"relu:relu/fp32/4097/misaligned", "relu:relu/fp32/2x2x2x4097/contiguous"}
+    assert len(hung) >= 2 and set(hung) == {r.name for r in report.results if "4097" in r.name}
     assert all(r.kind == "timeout" and "no answer within 3 s" in r.message for r in hung.values())
     assert any(r.passed and r.name == "relu:relu/fp32/3x7/contiguous" for r in report.results)
-    assert took < 60, f"two 3 s timeouts took {took:.0f} s"
+    assert took < 30 * len(hung), f"{len(hung)} timeouts of 3 s took {took:.0f} s"
 
 
 def test_a_wrong_answer_is_grouped_by_its_category(planted, monkeypatch):
