@@ -134,8 +134,10 @@ def _print(report, output) -> None:
         output.problem(w.format())
     tests = report.project_tests
     if tests is not None:
-        absent = (f", {tests.unavailable} call ops not available on {report.device_type or report.device}"
-                  if tests.unavailable else "")
+        absent = (f", {tests.unavailable} not run here (an op not available on {report.device_type or report.device}, "
+                  "no GPU, or a package the tests need)" if tests.unavailable else "")
+        if tests.missing:
+            absent += f"; install the tests' dependencies: pip install {' '.join(tests.missing)}"
         output.result(f"project tests ({tests.command}): {tests.ran} ran, {tests.failed} failed, "
                       f"{tests.skipped} skipped{absent}")
         if tests.output and not tests.passed:

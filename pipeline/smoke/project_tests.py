@@ -12,7 +12,8 @@ test is marked, every test under `tests/` runs.
 A test that fails only because it calls an op the variant ships no kernel of for this
 device (the dispatcher's "Could not run ... backend"), or because it needs a GPU this
 host lacks ("Torch not compiled with CUDA enabled"), counts as "not available", not
-failed: it tests another variant. `op_trace` records which of the kernel's ops the passing tests called: an op no
+failed: it tests another variant. A test module that cannot import a package the tests
+need (einops, say) gives no verdict either; the report names the package. `op_trace` records which of the kernel's ops the passing tests called: an op no
 contract covers but those tests call is "tested by the project's own tests
 only", a weaker tier than a contract. They add to the contracts, never replace them.
 """
@@ -77,24 +78,34 @@ _NO_KERNEL = re.compile(r"Could not run '(?:[\w.]+)::(\w+)' with arguments from 
 # A test that needs a GPU this host does not have (kernels-community's kernels_ci tests of an op
 # often pin "cuda:0"): it tests another variant, not this one.
 _NO_GPU = re.compile(r"Torch not compiled with CUDA enabled|No CUDA GPUs are available|Found no NVIDIA driver")
+# A test module that cannot be imported for want of a package the tests need (not one the
+# kernel needs at load time: validate checks those): no verdict either way.
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
-def _counts(junit: Path, unavailable: tuple[str, ...] = ()) -> tuple[int, int, int, int]:
-    """(ran, failed, skipped, failed only by calling an op the variant does not ship here)."""
+def _counts(junit: Path, unavailable: tuple[str, ...] = (), package: str = "") -> tuple[int, int, int, int, tuple]:
+    """(ran, failed, skipped, failed only by calling an op the variant does not ship here,
+    modules the tests need and this environment lacks)."""
     root = ET.parse(junit).getroot()
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     total = sum(int(s.get("tests", 0)) for s in suites)
     failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
     skipped = sum(int(s.get("skipped", 0)) for s in suites)
-    absent = 0
+    absent, missing = 0, []
     for case in root.iter("testcase"):
         for bad in list(case.findall("failure")) + list(case.findall("error")):
             text = (bad.get("message") or "") + "\n" + (bad.text or "")
             ops = {m.group(1) for m in _NO_KERNEL.finditer(text)}
+            lacking = [m.group(1) for m in _MISSING.finditer(text)
+                       if m.group(1).split(".")[0] not in (package, "_ops") and not m.group(1).startswith("_")]
+            if lacking:
+                missing.extend(lacking)
+                absent += 1
+                break
             if (ops and ops <= set(unavailable)) or (not ops and _NO_GPU.search(text)):
                 absent += 1
                 break
-    return total - skipped, failed - absent, skipped, absent
+    return total - skipped, failed - absent, skipped, absent, tuple(dict.fromkeys(missing))
 
 
 def _traced(trace: Path) -> tuple[str, ...]:
@@ -150,6 +161,7 @@ def run_project_tests(project_root: Path, variant_dir: Path, build_root: Path, p
                 return None
             crashed = f"the tests' process ended with code {code}" + (" (a signal)" if code < 0 else "")
             return ProjectTests(shown, 0, 1, 0, output=f"{crashed}\n{tail}")
-        ran, failed, skipped, absent = _counts(junit, unavailable)
+        ran, failed, skipped, absent, missing = _counts(junit, unavailable, python_name)
         tail = "" if code == 0 or not failed else "\n".join(re.sub(r"\s+$", "", out).splitlines()[-20:])
-        return ProjectTests(shown, ran - absent, failed, skipped, output=tail, ops=_traced(trace), unavailable=absent)
+        return ProjectTests(shown, max(ran - absent, 0), failed, skipped, output=tail, ops=_traced(trace),
+                            unavailable=absent, missing=missing)

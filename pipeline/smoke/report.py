@@ -98,7 +98,8 @@ class ProjectTests:
     skipped: int
     output: str = ""  # the tail, when something failed
     ops: tuple[str, ...] = ()  # the kernel's ops that the passing tests called
-    unavailable: int = 0  # tests that failed only by calling an op not available on the device
+    unavailable: int = 0  # tests that failed only by calling an op not available on the device, or for want of a GPU
+    missing: tuple[str, ...] = ()  # packages the tests import and this environment lacks (those tests gave no verdict)
 
     @property
     def passed(self) -> bool:
