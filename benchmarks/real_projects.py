@@ -176,7 +176,11 @@ def _fail(row: Row, stage: str, rc: int | None, data: dict, stderr: str) -> Row:
 def _smoke_details(row: Row, data: dict) -> None:
     results = data.get("results", [])
     failures = [r for r in results if not r.get("passed")]
-    row.smoke = {"counts": data.get("counts"), "tiers": data.get("tiers"),
+    examples: dict[str, dict] = {}  # the first failing case of each category and kind: the evidence
+    for r in failures:
+        key = f"{r.get('category') or '-'}/{r.get('kind') or 'wrong'}"
+        examples.setdefault(key, {"case": r.get("name"), "seed": r.get("seed"), "message": (r.get("message") or "")[:300]})
+    row.smoke = {"counts": data.get("counts"), "tiers": data.get("tiers"), "examples": examples,
                  "not_available": (data.get("not_available") or {}).get("ops", []),
                  "failures_by_category": data.get("failures_by_category"),
                  "project_tests": data.get("project_tests")}
