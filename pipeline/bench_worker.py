@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pipeline import bench
 from pipeline.errors import BenchError, SmokeError
 from pipeline.smoke.supervisor import Failure
 
@@ -50,7 +51,7 @@ class BenchSession:
 def _load(state, spec: BenchSpec, emit: Emit) -> bool:
     import torch
 
-    from pipeline import bench
+
     from pipeline.smoke.variant import load_variant
 
     try:
@@ -79,7 +80,7 @@ def _load(state, spec: BenchSpec, emit: Emit) -> bool:
 
 
 def _estimate(state, _payload, emit: Emit) -> bool:
-    from pipeline import bench
+
 
     s: BenchSession = state.session
     emit(("estimate", bench.cpu_estimate_s(s.module, s.cases, s.device, reps=s.spec.reps * s.spec.samples,
@@ -88,7 +89,7 @@ def _estimate(state, _payload, emit: Emit) -> bool:
 
 
 def _copy(state, _payload, emit: Emit) -> bool:
-    from pipeline import bench
+
 
     s: BenchSession = state.session
     size = bench.COPY_BYTES if s.device.type == "cuda" else 64 << 20
@@ -97,7 +98,7 @@ def _copy(state, _payload, emit: Emit) -> bool:
 
 
 def _case(state, index: int, emit: Emit) -> bool:
-    from pipeline import bench
+
     from pipeline.smoke.harness import healthy
 
     s: BenchSession = state.session

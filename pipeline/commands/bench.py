@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from pipeline.bench import (CASE_TIMEOUT_S, CPU_LIMIT_S, DTYPES, WARMUP, markdown_table, plot, recorded_command,
-                            run_bench)
+from pipeline.bench import CPU_LIMIT_S, DTYPES, WARMUP, markdown_table, plot, recorded_command
+from pipeline.bench_run import CASE_TIMEOUT_S, run_bench
 from pipeline.bundle import check_bundle, find_build_dir
 from pipeline.errors import BenchError
 from pipeline.fsutil import atomic_write_text, require_out_path

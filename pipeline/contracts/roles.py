@@ -29,7 +29,6 @@ an RMSNorm without weight). The result is a `Layout`, plain data, from which
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -37,6 +36,9 @@ import torch
 
 from pipeline.contracts.base import Bound, Form, Inputs, Outputs, Sample, _everything, _has_default, _is_write, \
     schema_text, type_name
+from pipeline.contracts.role_names import (BIAS, DBIAS, DWEIGHT, DX, DY, EPS, FORWARD_OUTPUT, MEAN,  # noqa: F401
+                                           NORM_OPTIONS, RESIDUAL, RESIDUAL_OUT, RSTD, SEMANTIC_WORDS, WEIGHT, X, Y,
+                                           Fixed, name_score, words)
 
 
 def like_x(sample: Sample) -> tuple[int, ...]:
@@ -76,15 +78,6 @@ class Out:
     shape: Callable[[Sample], tuple] = like_x  # for an out-argument the harness allocates
     rows: bool = False  # one value per row: read back from any shape of that many elements, any float dtype,
     #                     as the reference's per_row shape
-
-
-@dataclass(frozen=True)
-class Fixed:
-    """An argument that selects the family's semantics among a fused kernel's
-    options, matched by name only: `dropout_p` = 0.0 (no dropout), `is_rms_norm`."""
-
-    names: tuple[str, ...]
-    value: Any
 
 
 @dataclass(frozen=True)
@@ -201,152 +194,174 @@ def _value_fits(value: Any, arg: Any) -> bool:
     return True
 
 
+class _Matching:
+    """The state of one `match`: each argument's slot so far and the roles taken."""
+
+    def __init__(self, sig: Signature, schema: Any, family: str, binding: Any):
+        self.sig, self.schema, self.family, self.binding = sig, schema, family, binding
+        self.args = list(schema.arguments)
+        self.slots: list[Slot | None] = [None] * len(self.args)
+        self.by_name = {a.name: i for i, a in enumerate(self.args)}
+        self.taken_in: set[str] = set()
+        self.taken_out: set[str] = set()
+        self.writes = [_is_write(a) for a in self.args]
+
+    def free(self, i: int) -> bool:
+        return self.slots[i] is None
+
+    def take_input(self, i: int, role: In) -> None:
+        if role.kind == "tensor" and self.writes[i] and role.inplace and role.inplace not in self.taken_out:
+            self.slots[i] = Slot("io", role.key, out=role.inplace)
+            self.taken_out.add(role.inplace)
+        else:
+            self.slots[i] = Slot("in", role.key)
+        self.taken_in.add(role.key)
+
+    def take_output(self, i: int, role: Out) -> None:
+        self.slots[i] = Slot("out", role.key)
+        self.taken_out.add(role.key)
+
+    def from_binding(self) -> None:
+        """1. the binding's roles and values."""
+        sig, args = self.sig, self.args
+        for role_key, arg_name in getattr(self.binding, "roles", ()) or ():
+            if arg_name not in self.by_name:
+                raise Mismatch(f"the binding gives role {role_key} to {arg_name!r}, which is no argument of the op")
+            i = self.by_name[arg_name]
+            in_role, out_role = sig.input(role_key), sig.output(role_key)
+            if in_role is not None and _kind_fits(in_role.kind, args[i]):
+                self.take_input(i, in_role)
+            elif out_role is not None and self.writes[i]:
+                self.take_output(i, out_role)
+            else:
+                roles = ", ".join([r.key for r in sig.inputs] + [r.key for r in sig.outputs])
+                raise Mismatch(f"the binding gives role {role_key!r} to {arg_name!r}, but {self.family} has no such "
+                               f"role for a {type_name(args[i].type)}{'!' if self.writes[i] else ''} argument "
+                               f"(roles: {roles})")
+        for arg_name, value in getattr(self.binding, "args", ()) or ():
+            if arg_name not in self.by_name:
+                raise Mismatch(f"the binding gives a value to {arg_name!r}, which is no argument of the op")
+            i = self.by_name[arg_name]
+            self.slots[i] = Slot("value", value=coerce(value, args[i]))
+
+    def fixed_and_named(self) -> None:
+        """2. the family's fixed arguments; 3. names, outputs first (an op may mark its input
+        writable without writing it)."""
+        for i, a in enumerate(self.args):
+            if self.free(i):
+                fixed = next((f for f in self.sig.fixed if normal(a.name) in f.names and _value_fits(f.value, a)), None)
+                if fixed is not None:
+                    self.slots[i] = Slot("value", value=coerce(fixed.value, a))
+        for i, a in enumerate(self.args):
+            if self.free(i) and self.writes[i]:
+                role = next((r for r in self.sig.outputs if normal(a.name) in r.names and r.key not in self.taken_out),
+                            None)
+                if role is not None:
+                    self.take_output(i, role)
+        for i, a in enumerate(self.args):
+            if self.free(i):
+                role = next((r for r in self.sig.inputs if normal(a.name) in r.names and r.key not in self.taken_in
+                             and _kind_fits(r.kind, a)), None)
+                if role is not None:
+                    self.take_input(i, role)
+
+    def tensors_by_position(self) -> None:
+        """4. type and position, tensors: read-only ones fill the required input roles, then the
+        optional ones; too few, and the first writable ones are in place; the rest are outputs."""
+        sig, args, family = self.sig, self.args, self.family
+        required = [r for r in sig.inputs if r.kind == "tensor" and not r.optional and r.key not in self.taken_in]
+        reads = [i for i, a in enumerate(args) if self.free(i) and not self.writes[i] and type_name(a.type) == "Tensor"]
+        written = [i for i, a in enumerate(args) if self.free(i) and self.writes[i] and type_name(a.type) == "Tensor"]
+        if len(reads) < len(required):
+            short = len(required) - len(reads)
+            inplace = [r for r in required if r.inplace and r.inplace not in self.taken_out][:short]
+            if len(inplace) < short or len(written) < short:
+                missing = ", ".join(r.key for r in required[len(reads):])
+                raise Mismatch(f"no tensor argument for {missing}")
+            for role, i in zip(inplace, written):
+                self.take_input(i, role)
+            written = written[short:]
+            required = [r for r in required if r not in inplace]
+        for role, i in zip(required, reads):
+            self.take_input(i, role)
+        reads = reads[len(required):]
+        for role in [r for r in sig.inputs if r.kind == "tensor" and r.optional and r.key not in self.taken_in]:
+            if reads:
+                self.take_input(reads.pop(0), role)
+        if reads:
+            names = ", ".join(args[i].name for i in reads)
+            raise Mismatch(f"tensor argument(s) {names} fill no role of {family}")
+        for i in written:
+            role = next((r for r in sig.outputs if r.key not in self.taken_out), None)
+            if role is None:
+                raise Mismatch(f"writable argument {args[i].name} is none of {family}'s outputs")
+            self.take_output(i, role)
+
+    def scalars_and_rest(self) -> list[Slot]:
+        """4. scalars by type and position; 5. what is left: None for an optional argument, the
+        default for a defaulted one, else the binding must give a value. Returns the final slots."""
+        args, family = self.args, self.family
+        for role in [r for r in self.sig.inputs if r.kind != "tensor" and r.key not in self.taken_in]:
+            i = next((i for i, a in enumerate(args) if self.free(i) and _kind_fits(role.kind, a)), None)
+            if i is not None:
+                self.take_input(i, role)
+            elif not role.optional:
+                raise Mismatch(f"no {role.kind} argument for {role.key}")
+        needs = []
+        for i, a in enumerate(args):
+            if not self.free(i):
+                continue
+            if _optional(a) and not (_has_default(a) and a.default_value is not None):
+                self.slots[i] = Slot("none")
+            elif _has_default(a):
+                self.slots[i] = Slot("default", value=a.default_value)
+            else:
+                needs.append(f"{a.name} ({type_name(a.type)}{'!' if self.writes[i] else ''})")
+        if needs:
+            raise Mismatch(f"argument(s) {', '.join(needs)} fill no role of {family}: give them values in the "
+                           f"binding (args = {{ NAME = VALUE }}, or --contract OP={family}:NAME=VALUE)")
+        missing = [r.key for r in self.sig.inputs if r.kind == "tensor" and not r.optional and r.key not in self.taken_in]
+        if missing:
+            raise Mismatch(f"no argument for {', '.join(missing)}")
+        slots = self.slots
+        for i, a in enumerate(args):  # passed positionally: a keyword-only argument must be left to its default
+            if a.kwarg_only and slots[i].kind not in ("default", "none"):
+                raise Mismatch(f"keyword-only argument {a.name} would need a value")
+        # trailing defaults are left out: the op's own default applies
+        cut = len(args)
+        while cut and (slots[cut - 1].kind == "default" or (slots[cut - 1].kind == "none" and _has_default(args[cut - 1]))
+                       or args[cut - 1].kwarg_only):
+            cut -= 1
+        return [s if i < cut else Slot("omit") for i, s in enumerate(slots)]
+
+    def layout(self, final: list[Slot], preset: "Preset | None") -> Layout:
+        """6. returns, then the layout."""
+        sig, binding = self.sig, self.binding
+        returns, unchecked = _returns(sig, self.schema, self.family, self.taken_out, binding, preset)
+        produced = set(self.taken_out) | {k for k in returns if k}
+        lacking = [r.key for r in sig.outputs if not r.extra and not r.optional and r.key not in produced]
+        if lacking:
+            raise Mismatch(f"the op produces no {', '.join(lacking)} (neither a writable argument nor a returned value)")
+        skipped = tuple(getattr(binding, "unchecked", ()) or ())
+        for key in skipped:
+            if key not in produced:
+                raise Mismatch(f"the binding leaves {key!r} unchecked, but the op produces no such output "
+                               f"(it produces {', '.join(sorted(produced))})")
+        outputs = tuple(r.key for r in sig.outputs if r.key in produced and r.key not in skipped)
+        unchecked = tuple(f"{k} (binding)" for k in skipped) + unchecked
+        knobs = tuple(sorted(kv for r in sig.inputs if r.optional and r.key not in self.taken_in for kv in r.absent))
+        given = tuple((self.args[i].name, s.value) for i, s in enumerate(final) if s.kind in ("value", "default"))
+        return Layout(slots=tuple(final), returns=returns, knobs=knobs, outputs=outputs, unchecked=unchecked,
+                      given=given, names=tuple(a.name for a in self.args), inplace=any(s.kind == "io" for s in final))
+
+
 def match(sig: Signature, schema: Any, family: str, *, op: str | None = None, binding: Any = None) -> Layout:
     """`schema` laid out as `sig`'s roles (raises Mismatch with the reason when it cannot be)."""
-    args = list(schema.arguments)
-    slots: list[Slot | None] = [None] * len(args)
-    by_name = {a.name: i for i, a in enumerate(args)}
-    taken_in: set[str] = set()
-    taken_out: set[str] = set()
-    writes = [_is_write(a) for a in args]
-    preset = sig.preset(op)
-
-    def take_input(i: int, role: In) -> None:
-        if role.kind == "tensor" and writes[i] and role.inplace and role.inplace not in taken_out:
-            slots[i] = Slot("io", role.key, out=role.inplace)
-            taken_out.add(role.inplace)
-        else:
-            slots[i] = Slot("in", role.key)
-        taken_in.add(role.key)
-
-    def take_output(i: int, role: Out) -> None:
-        slots[i] = Slot("out", role.key)
-        taken_out.add(role.key)
-
-    # 1. the binding
-    for role_key, arg_name in getattr(binding, "roles", ()) or ():
-        if arg_name not in by_name:
-            raise Mismatch(f"the binding gives role {role_key} to {arg_name!r}, which is no argument of the op")
-        i = by_name[arg_name]
-        in_role, out_role = sig.input(role_key), sig.output(role_key)
-        if in_role is not None and _kind_fits(in_role.kind, args[i]):
-            take_input(i, in_role)
-        elif out_role is not None and writes[i]:
-            take_output(i, out_role)
-        else:
-            roles = ", ".join([r.key for r in sig.inputs] + [r.key for r in sig.outputs])
-            raise Mismatch(f"the binding gives role {role_key!r} to {arg_name!r}, but {family} has no such role "
-                           f"for a {type_name(args[i].type)}{'!' if writes[i] else ''} argument (roles: {roles})")
-    for arg_name, value in getattr(binding, "args", ()) or ():
-        if arg_name not in by_name:
-            raise Mismatch(f"the binding gives a value to {arg_name!r}, which is no argument of the op")
-        i = by_name[arg_name]
-        slots[i] = Slot("value", value=coerce(value, args[i]))
-
-    # 2. the family's fixed arguments
-    for i, a in enumerate(args):
-        if slots[i] is None:
-            fixed = next((f for f in sig.fixed if normal(a.name) in f.names and _value_fits(f.value, a)), None)
-            if fixed is not None:
-                slots[i] = Slot("value", value=coerce(fixed.value, a))
-
-    # 3. names: outputs first (an op may mark its input writable without writing it)
-    for i, a in enumerate(args):
-        if slots[i] is None and writes[i]:
-            role = next((r for r in sig.outputs if normal(a.name) in r.names and r.key not in taken_out), None)
-            if role is not None:
-                take_output(i, role)
-    for i, a in enumerate(args):
-        if slots[i] is None:
-            role = next((r for r in sig.inputs if normal(a.name) in r.names and r.key not in taken_in
-                         and _kind_fits(r.kind, a)), None)
-            if role is not None:
-                take_input(i, role)
-
-    # 4. type and position: tensors
-    def free(i: int) -> bool:
-        return slots[i] is None
-
-    required = [r for r in sig.inputs if r.kind == "tensor" and not r.optional and r.key not in taken_in]
-    reads = [i for i, a in enumerate(args) if free(i) and not writes[i] and type_name(a.type) == "Tensor"]
-    written = [i for i, a in enumerate(args) if free(i) and writes[i] and type_name(a.type) == "Tensor"]
-    if len(reads) < len(required):
-        short = len(required) - len(reads)
-        inplace = [r for r in required if r.inplace and r.inplace not in taken_out][:short]
-        if len(inplace) < short or len(written) < short:
-            missing = ", ".join(r.key for r in required[len(reads):])
-            raise Mismatch(f"no tensor argument for {missing}")
-        for role, i in zip(inplace, written):
-            take_input(i, role)
-        written = written[short:]
-        required = [r for r in required if r not in inplace]
-    for role, i in zip(required, reads):
-        take_input(i, role)
-    reads = reads[len(required):]
-    for role in [r for r in sig.inputs if r.kind == "tensor" and r.optional and r.key not in taken_in]:
-        if reads:
-            take_input(reads.pop(0), role)
-    if reads:
-        names = ", ".join(args[i].name for i in reads)
-        raise Mismatch(f"tensor argument(s) {names} fill no role of {family}")
-    for i in written:
-        role = next((r for r in sig.outputs if r.key not in taken_out), None)
-        if role is None:
-            raise Mismatch(f"writable argument {args[i].name} is none of {family}'s outputs")
-        take_output(i, role)
-
-    # 4. type and position: scalars
-    for role in [r for r in sig.inputs if r.kind != "tensor" and r.key not in taken_in]:
-        i = next((i for i, a in enumerate(args) if free(i) and _kind_fits(role.kind, a)), None)
-        if i is not None:
-            take_input(i, role)
-        elif not role.optional:
-            raise Mismatch(f"no {role.kind} argument for {role.key}")
-
-    # 5. what is left
-    needs = []
-    for i, a in enumerate(args):
-        if slots[i] is not None:
-            continue
-        if _optional(a) and not (_has_default(a) and a.default_value is not None):
-            slots[i] = Slot("none")
-        elif _has_default(a):
-            slots[i] = Slot("default", value=a.default_value)
-        else:
-            needs.append(f"{a.name} ({type_name(a.type)}{'!' if writes[i] else ''})")
-    if needs:
-        raise Mismatch(f"argument(s) {', '.join(needs)} fill no role of {family}: give them values in the "
-                       f"binding (args = {{ NAME = VALUE }}, or --contract OP={family}:NAME=VALUE)")
-    missing = [r.key for r in sig.inputs if r.kind == "tensor" and not r.optional and r.key not in taken_in]
-    if missing:
-        raise Mismatch(f"no argument for {', '.join(missing)}")
-    for i, a in enumerate(args):  # passed positionally: a keyword-only argument must be left to its default
-        if a.kwarg_only and slots[i].kind not in ("default", "none"):
-            raise Mismatch(f"keyword-only argument {a.name} would need a value")
-    # trailing defaults are left out: the op's own default applies
-    cut = len(args)
-    while cut and (slots[cut - 1].kind == "default" or (slots[cut - 1].kind == "none" and _has_default(args[cut - 1]))
-                   or args[cut - 1].kwarg_only):
-        cut -= 1
-    final = [s if i < cut else Slot("omit") for i, s in enumerate(slots)]
-
-    # 6. returns
-    returns, unchecked = _returns(sig, schema, family, taken_out, binding, preset)
-    produced = set(taken_out) | {k for k in returns if k}
-    lacking = [r.key for r in sig.outputs if not r.extra and not r.optional and r.key not in produced]
-    if lacking:
-        raise Mismatch(f"the op produces no {', '.join(lacking)} (neither a writable argument nor a returned value)")
-    skipped = tuple(getattr(binding, "unchecked", ()) or ())
-    for key in skipped:
-        if key not in produced:
-            raise Mismatch(f"the binding leaves {key!r} unchecked, but the op produces no such output "
-                           f"(it produces {', '.join(sorted(produced))})")
-    outputs = tuple(r.key for r in sig.outputs if r.key in produced and r.key not in skipped)
-    unchecked = tuple(f"{k} (binding)" for k in skipped) + unchecked
-    knobs = tuple(sorted(kv for r in sig.inputs if r.optional and r.key not in taken_in for kv in r.absent))
-    given = tuple((args[i].name, s.value) for i, s in enumerate(final) if s.kind in ("value", "default"))
-    return Layout(slots=tuple(final), returns=returns, knobs=knobs, outputs=outputs, unchecked=unchecked,
-                  given=given, names=tuple(a.name for a in args), inplace=any(s.kind == "io" for s in final))
+    m = _Matching(sig, schema, family, binding)
+    m.from_binding()
+    m.fixed_and_named()
+    m.tensors_by_position()
+    return m.layout(m.scalars_and_rest(), sig.preset(op))
 
 
 def _returns(sig: Signature, schema: Any, family: str, taken_out: set, binding: Any,
@@ -467,72 +482,4 @@ def forms_of(sig: Signature, schemas: tuple[str, ...], family: str) -> tuple[For
 
 
 # --------------------------------------------------------------------------
-# Names
-
-
-# Words that change what an op computes: an op whose name adds one of them to a
-# family's name is not that family (rms_norm_quant, gelu_and_mul, f32_bf16w_rmsnorm).
-SEMANTIC_WORDS = frozenset({
-    "add", "and", "mul", "sum", "residual", "dropout", "parallel", "bwd", "backward", "grad", "quant", "quantize",
-    "dequant", "scaled", "scale", "dynamic", "static", "gated", "gate", "tanh", "quick", "fast", "new", "approx",
-    "erf", "varlen", "partial", "split", "mask", "masked", "softcap", "clamp", "oai", "lse", "gemm", "gemv",
-    "matmul", "mm", "bmm", "moe", "topk", "expert", "experts", "attention", "attn", "conv",
-})
-_DTYPE_WORD = re.compile(r"^(b?f|fp|u?int|e\d?m\d|mxfp|nvfp|mx|nv)\d+")
-
-
-def words(name: str) -> list[str]:
-    return [w for w in re.split(r"[_\W]+", name.lower()) if w]
-
-
-def name_score(op: str, names: tuple[str, ...]) -> int:
-    """How strongly `op`'s name says one of `names`: the number of words of the
-    longest name found whole in it (0: none), the other words of the op's name
-    being decoration (apply, fwd, forward, impl, a project's name) and never
-    one that changes what is computed."""
-    have = words(op)
-    best = 0
-    for name in names:
-        want = words(name)
-        for start in range(len(have) - len(want) + 1):
-            if have[start:start + len(want)] != want:
-                continue
-            rest = have[:start] + have[start + len(want):]
-            if any(w in SEMANTIC_WORDS or _DTYPE_WORD.match(w) for w in rest):
-                continue
-            best = max(best, len(want))
-    return best
-
-
-# --------------------------------------------------------------------------
-# Names real projects give their arguments, shared by the families
-
-X = ("x", "input", "inp", "inputs", "hidden_states", "hidden", "self", "src")
-Y = ("out", "output", "result", "y", "o", "dst")
-WEIGHT = ("weight", "w", "gamma", "norm_weight", "ln_weight", "weight_bf16")
-BIAS = ("bias", "b", "beta", "norm_bias", "ln_bias")
-EPS = ("eps", "epsilon", "variance_epsilon", "variance_eps", "norm_eps", "layer_norm_eps", "rms_norm_eps")
-RESIDUAL = ("residual", "residual_in", "skip")
-RESIDUAL_OUT = ("residual_out", "new_residual", "residual_output", "res_out")
-RSTD = ("rstd", "rms_inv", "inv_rms", "rsigma", "invvar", "inv_var", "rrms", "inv_std")
-MEAN = ("mean", "mu")
-DY = ("dy", "dz", "grad_output", "grad_out", "dout", "grad", "grad_y", "d_out", "do")
-DX = ("dx", "grad_input", "grad_x", "dx0", "d_x", "dinput", "grad_in")
-DWEIGHT = ("dweight", "dw", "grad_weight", "dgamma", "d_weight", "grad_w")
-DBIAS = ("dbias", "db", "grad_bias", "dbeta", "d_bias", "grad_b")
-FORWARD_OUTPUT = ("output", "out", "y", "fwd_output", "z")
-
-# The options of fused norm kernels (flash-attention's layer norm, apex) set to
-# what the plain family computes: no dropout, no row scale, no subset, no
-# second input, residual not kept in float32, weight used as given.
-NORM_OPTIONS = (
-    Fixed(("dropout_p", "p_dropout", "dropout_prob"), 0.0),
-    Fixed(("rowscale_const",), 1.0),
-    Fixed(("z_numrows", "x0_numrows"), 0),
-    Fixed(("residual_in_fp32",), False),
-    Fixed(("zero_centered_weight",), False),
-    Fixed(("return_dropout_mask",), False),
-    Fixed(("has_residual", "has_x1", "prenorm", "recompute_output"), False),
-    Fixed(("input_requires_grad", "weight_requires_grad", "bias_requires_grad", "need_input_grad",
-           "need_weight_grad", "compute_dx", "compute_dweight"), True),
-)
+# Names (the words and argument names live in role_names)
