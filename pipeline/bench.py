@@ -69,13 +69,11 @@ from pipeline.bench_report import load_results, markdown_table, plot, target_mis
 from pipeline.bench_timing import (COPY_BYTES, GRAPH_CALLS, Timer, Timing, combine_samples,  # noqa: F401
                                    copy_bandwidth, copy_timing)
 from pipeline.casefile import call_cases, import_case_function
-from pipeline.errors import BenchError, SmokeError
+from pipeline.errors import BenchError
 from pipeline.events import Event, Reporter, quiet
 from pipeline.portable_paths import portable_command
-from pipeline.smoke import load_variant
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pipeline.bundle import Bundle
     from pipeline.workspace import Kernel
 
 CASES_FILE = Path("benchmarks") / "bench_cases.py"
@@ -384,16 +382,14 @@ def cpu_estimate_s(module, cases: list[dict], device, *, reps: int, warmup: int)
     return sum((1 + len(c["baselines"])) * (once + calls * per_byte * int(c["bytes"])) for c in cases)
 
 
-def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limit_s: float | None,
-              report: Reporter) -> None:
+def cpu_warning(cases: int, reps: int, estimate: float | None, limit_s: float | None, report: Reporter) -> None:
     """Say that CPU figures only test the harness, with an estimate; refuse a long run over `limit_s`."""
     import torch
 
     why = "a CPU variant" if torch.cuda.is_available() else "no CUDA device"
-    estimate = cpu_estimate_s(module, cases, device, reps=reps, warmup=warmup)
     about = "an unknown time" if estimate is None else (
         f"about {estimate / 60:.0f} min" if estimate >= 90 else f"about {estimate:.0f} s")
-    what = f"{len(cases)} case(s) x {reps} repetition(s)"
+    what = f"{cases} case(s) x {reps} repetition(s)"
     if limit_s is not None and estimate is not None and estimate > limit_s:
         raise BenchError(f"{why}: timing {what} on the CPU would take {about}, and CPU figures are not "
                          "the kernel's (host clock, no L2 flush)", code="bench-cpu-only",
@@ -401,6 +397,32 @@ def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limi
                               "(--only NAME --reps 3) or pass --allow-cpu")
     report(Event("warning", f"{why}: timing {what} on the CPU ({about}); the figures test the "
                             "harness, they are not the kernel's", stage="bench"))
+
+
+def _cpu_gate(module, cases: list[dict], device, *, reps: int, warmup: int, limit_s: float | None,
+              report: Reporter) -> None:
+    cpu_warning(len(cases), reps, cpu_estimate_s(module, cases, device, reps=reps, warmup=warmup), limit_s, report)
+
+
+def device_of(backend: str):
+    """(the torch device a variant of `backend` runs on here, its name for the report)."""
+    import torch
+
+    if backend == "cuda":
+        if not torch.cuda.is_available():
+            raise BenchError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
+        device = torch.device("cuda")
+        return device, torch.cuda.get_device_name(device)
+    return torch.device("cpu"), f"cpu ({platform.processor() or platform.machine()})"
+
+
+def only_cases(cases: list[dict], only: str | None) -> list[dict]:
+    if not only:
+        return cases
+    kept = [c for c in cases if only in c["name"]]
+    if not kept:
+        raise BenchError(f"no case name contains {only!r}", code="bench-no-case-matches")
+    return kept
 
 
 def recorded_command(argv: list[str], kernel: "Kernel | None") -> str:

@@ -6,14 +6,13 @@ trusted caller passes are timed in this process (`pipeline.bench.run_cases`)."""
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.bench import (CASES_FILE, COPY_BYTES, DTYPES, WARMUP, BenchReport, CaseBench, _cpu_gate, method_record,
-                            run_cases)
+from pipeline.bench import (CASES_FILE, COPY_BYTES, DTYPES, WARMUP, BenchReport, CaseBench, _cpu_gate, cpu_warning,
+                            device_of, method_record, only_cases, run_cases)
 from pipeline.bench_worker import BenchLoaded, BenchSpec
 from pipeline.errors import BenchError, SmokeError
 from pipeline.events import Event, Reporter, quiet
@@ -46,20 +45,6 @@ class Timed:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _cpu_warning(why: str, cases: int, reps: int, estimate: float | None, limit_s: float | None,
-                 report: Reporter) -> None:
-    about = "an unknown time" if estimate is None else (
-        f"about {estimate / 60:.0f} min" if estimate >= 90 else f"about {estimate:.0f} s")
-    what = f"{cases} case(s) x {reps} repetition(s)"
-    if limit_s is not None and estimate is not None and estimate > limit_s:
-        raise BenchError(f"{why}: timing {what} on the CPU would take {about}, and CPU figures are not "
-                         "the kernel's (host clock, no L2 flush)", code="bench-cpu-only",
-                         hint="run on a GPU host; to try the harness here, narrow the run "
-                              "(--only NAME --reps 3) or pass --allow-cpu")
-    report(Event("warning", f"{why}: timing {what} on the CPU ({about}); the figures test the "
-                            "harness, they are not the kernel's", stage="bench"))
-
-
 def _in_process(bundle: "Bundle", cases: list[dict], *, reps: int, warmup: int, only: str | None,
                 report: Reporter, cpu_limit_s: float | None, samples: int) -> Timed:
     import torch
@@ -68,18 +53,9 @@ def _in_process(bundle: "Bundle", cases: list[dict], *, reps: int, warmup: int, 
         loaded = load_variant(bundle.root)
     except SmokeError as exc:
         raise BenchError(exc.message, hint=exc.hint, path=exc.path, code=exc.code) from None
-    if only:
-        cases = [c for c in cases if only in c["name"]]
-        if not cases:
-            raise BenchError(f"no case name contains {only!r}", code="bench-no-case-matches")
-    if loaded.backend == "cuda":
-        if not torch.cuda.is_available():
-            raise BenchError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
-        device = torch.device("cuda")
-        name = torch.cuda.get_device_name(device)
-    else:
-        device = torch.device("cpu")
-        name = f"cpu ({platform.processor() or platform.machine()})"
+    cases = only_cases(cases, only)
+    device, name = device_of(loaded.backend)
+    if device.type != "cuda":
         _cpu_gate(loaded.module, cases, device, reps=reps * samples, warmup=warmup, limit_s=cpu_limit_s,
                   report=report)
     copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report,
@@ -146,11 +122,8 @@ def _supervised(bundle: "Bundle", cases_file: Path, *, reps: int, warmup: int, o
     try:
         loaded = runner.load()
         if loaded.device_type != "cuda":
-            import torch
-
-            why = "a CPU variant" if torch.cuda.is_available() else "no CUDA device"
             _, estimate = runner.ask("bench.estimate")
-            _cpu_warning(why, len(loaded.cases), reps * samples, estimate, cpu_limit_s, report)
+            cpu_warning(len(loaded.cases), reps * samples, estimate, cpu_limit_s, report)
         copies = []
         kind, gbs = runner.ask("bench.copy")
         copies += [gbs] if kind == "copy" else []

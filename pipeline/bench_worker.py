@@ -4,7 +4,6 @@ are both the project's code, so both run here, never in the pipeline's process."
 
 from __future__ import annotations
 
-import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -58,19 +57,8 @@ def _load(state, spec: BenchSpec, emit: Emit) -> bool:
         loaded = load_variant(Path(spec.build_root))
     except SmokeError as exc:
         raise BenchError(exc.message, hint=exc.hint, path=exc.path, code=exc.code) from None
-    cases = bench.load_cases(Path(spec.cases_file), spec.dtype)
-    if spec.only:
-        cases = [c for c in cases if spec.only in c["name"]]
-        if not cases:
-            raise BenchError(f"no case name contains {spec.only!r}", code="bench-no-case-matches")
-    if loaded.backend == "cuda":
-        if not torch.cuda.is_available():
-            raise BenchError("the host's variant is a CUDA build but no CUDA device is visible", code="no-cuda-device")
-        device = torch.device("cuda")
-        name = torch.cuda.get_device_name(device)
-    else:
-        device = torch.device("cpu")
-        name = f"cpu ({platform.processor() or platform.machine()})"
+    cases = bench.only_cases(bench.load_cases(Path(spec.cases_file), spec.dtype), spec.only)
+    device, name = bench.device_of(loaded.backend)
     state.session = BenchSession(spec=spec, module=loaded.module, device=device, cases=cases,
                                  timer=bench.Timer(device, reps=spec.reps, warmup=spec.warmup))
     emit(("loaded", BenchLoaded(kernel_name=loaded.kernel_name, kernel_id=loaded.kernel_id, variant=loaded.variant,
