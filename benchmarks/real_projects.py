@@ -156,7 +156,9 @@ def _fail(row: Row, stage: str, rc: int | None, data: dict, stderr: str) -> Row:
             tests = data.get("project_tests") or {}
             untested = data.get("untested") or []
             if tests.get("failed"):
-                row.message = f"the project's own tests: {tests.get('failed')} failed"
+                first = (tests.get("output") or "").strip().splitlines()[:1]
+                why = first[0] if first and not tests.get("ran") else f"{tests.get('failed')} failed"
+                row.message = f"the project's own tests ({tests.get('command')}): {why}"
             elif untested and not data.get("results"):
                 row.code = "smoke-untested"
                 row.message = (f"no contract fits {', '.join(untested)} and no test of the project calls them"
