@@ -29,7 +29,7 @@ from pipeline.events import Event, Reporter, quiet
 from pipeline.smoke.cases import Case, CaseInfo, for_device, load_cases, project_case
 from pipeline.smoke.coverage import coverage_of, plan_warnings
 from pipeline.smoke.harness import CaseStats, RunState, bookkeeping
-from pipeline.smoke.plan import Binding, OpPlan, bench_shapes
+from pipeline.smoke.plan import Binding, OpPlan
 from pipeline.smoke.project_tests import run_project_tests
 from pipeline.smoke.report import CaseResult, Delegation, SmokeReport
 from pipeline.smoke.session import Loaded, SmokeSpec, make_cases, ops_of, profile_choices, run_case
@@ -380,9 +380,9 @@ def run_smoke(bundle: "Bundle", kernel: "Kernel | None", *, seed: int | None = N
     seeds = tuple(seeds)
     cases_file = kernel.smoke_cases if kernel is not None else None
     workspace = kernel.contracts if kernel is not None else ()
-    bench = bench_shapes(kernel.bench_cases) if kernel is not None else {}
+    bench = str(kernel.bench_cases) if kernel is not None and kernel.bench_cases else None
     spec = SmokeSpec(build_root=str(Path(bundle.root).resolve()), bindings=_bindings(tuple(contracts), workspace),
-                     cases_file=str(cases_file) if cases_file else None, bench=bench, seeds=seeds,
+                     cases_file=str(cases_file) if cases_file else None, bench_cases=bench, seeds=seeds,
                      op_checks=op_checks, only=tuple(only))
     loaded, ex, workers = supervised(spec, Limits(case_s=float(timeout_s)), report)
     tests = None

@@ -17,7 +17,7 @@ from pipeline.smoke.cases import Case, CaseInfo, for_device, load_cases, project
 from pipeline.smoke.delegation import profile_call
 from pipeline.smoke.harness import RunState, bookkeeping, generators, healthy, run_seed, schedule_for
 from pipeline.smoke.opchecks import run_compile, run_opcheck
-from pipeline.smoke.plan import OpPlan, available_on, contract_cases, plan_ops
+from pipeline.smoke.plan import OpPlan, available_on, bench_shapes, contract_cases, plan_ops
 from pipeline.smoke.report import CaseResult, Delegation
 from pipeline.smoke.variant import load_variant
 
@@ -31,7 +31,8 @@ class SmokeSpec:
     build_root: str
     bindings: dict  # op -> (family, how)
     cases_file: str | None
-    bench: dict  # op -> [(shape, dtype)]
+    bench_cases: str | None  # the project's benchmarks/bench_cases.py: its shapes join the contracts'
+    # (read in the worker: the case file is the project's code, and importing it imports torch)
     seeds: tuple[int, ...]
     op_checks: bool = True
     only: tuple[str, ...] = ()  # case-name patterns (fnmatch); empty: every case
@@ -206,7 +207,8 @@ def _load(state, spec: SmokeSpec, emit: Emit) -> bool:
     left_out: list[str] = []
     if spec.cases_file:
         project, left_out = for_device([project_case(c) for c in load_cases(Path(spec.cases_file))], device.type)
-    plans, cases, unavailable = make_cases(ops, device, project, spec.bindings, spec.bench, spec.only)
+    bench = bench_shapes(Path(spec.bench_cases)) if spec.bench_cases else {}
+    plans, cases, unavailable = make_cases(ops, device, project, spec.bindings, bench, spec.only)
     session = Session(spec=spec, ops=ops, device=device, cases=cases)
     session._keep = bookkeeping(session.state)
     session._keep.__enter__()
