@@ -38,3 +38,18 @@ def test_refusing_everything_or_some_shapes_still_fails():
     wrong = dtype_refusals_declined([result("a/fp32", True), result("b/fp16", False),
                                      result("c/fp16", False, True)], CASES)
     assert not wrong[1].passed and not wrong[2].passed  # a wrong answer is never a refusal
+
+
+def test_the_bound_allows_the_rounding_of_the_exact_answer_but_no_more():
+    import torch
+
+    from pipeline.smoke.compare import compare
+
+    # a softmax over 262144 elements: every fp16 output is subnormal (~4e-6), so the exact
+    # answer rounded to fp16 is already ~3e-3 off, over fp16's 1e-3 bound
+    ref = torch.softmax(torch.randn(2, 262144, generator=torch.Generator().manual_seed(0), dtype=torch.float64), -1)
+    rounded = ref.to(torch.float16)
+    err, problem = compare(rounded, ref, 1e-3)
+    assert err > 1e-3 and problem == ""
+    err, problem = compare((ref * 1.01).to(torch.float16), ref, 1e-3)
+    assert "relative error" in problem
