@@ -197,7 +197,11 @@ def run_project(src: Path, work: Path, seeds: int, python: str, arch: str | None
     name = src.name
     row = Row(project=name)
     work.mkdir(parents=True, exist_ok=True)
+    # Each project a Hub of its own and a Xet client cache of its own: hf_xet keeps its dedup
+    # shards per CAS URL, and every throwaway Hub is http://127.0.0.1:8000 (a fresh Hub at a
+    # URL another served before refuses the shards the cache says it has: a 400).
     env = dict(os.environ, PIPELINE_BUILD_BACKEND="local", XDG_DATA_HOME=str(work / "data"),
+               HF_XET_CACHE=str(work / "xet-cache"),
                PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     env.pop("HF_TOKEN", None)
     env.pop("HF_ENDPOINT", None)  # a throwaway embedded Hub, never a real one
