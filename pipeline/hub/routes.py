@@ -67,6 +67,8 @@ def routes(hub: Hub) -> list[RawRoute]:
     resolve = rf"/(?P<ns>{seg})/(?P<name>{seg})/resolve/(?P<rev>{seg})/(?P<path>.+)"
     git = rf"/(?P<kind>kernels/)?(?P<ns>{seg})/(?P<name>[^/]+?)(?:\.git)?"
     page = rf"/(?P<kind>kernels/)?(?P<ns>{seg})/(?P<name>{seg})"
+    # The CAS: `/_xet/<store id>/...` as the Xet token names it (`xet_api.cas_url`), or `/_xet/...`.
+    xet = r"/_xet(?:/(?P<store>[0-9a-f]{16}))?"
     table: list[tuple[str, Handler, tuple[str, ...]]] = [
         (r"/api/whoami-v2", api_account.whoami, ("GET",)),
         (r"/api/repos/create", api_repos.create_repo, ("POST",)),
@@ -86,13 +88,13 @@ def routes(hub: Hub) -> list[RawRoute]:
         (rf"{api}/tag/(?P<rev>{seg})", api_write.create_tag, ("POST",)),
         (rf"{api}/tag/(?P<tag>{seg})", api_write.delete_tag, ("DELETE",)),
         (rf"{api}/xet-(?P<scope>read|write)-token(?:/(?P<rev>{seg}))?", xet_api.xet_token, ("GET",)),
-        (rf"/_xet/v1/reconstructions/(?P<file>{seg})", xet_api.reconstruction, ("GET",)),
-        (rf"/_xet/v1/chunks/(?P<prefix>{seg})/(?P<chunk>{seg})", xet_api.dedup_query, ("GET",)),
-        (rf"/_xet/v1/xorbs/(?P<prefix>{seg})/(?P<xorb>{seg})", xet_api.xorb_upload, ("POST",)),
-        (rf"/_xet/v1/xorbs/(?P<prefix>{seg})/(?P<xorb>{seg})", xet_api.xorb_head, ("HEAD",)),
-        (r"/_xet/v1/shards", xet_api.shard_upload, ("POST",)),
-        (rf"/_xet/data/(?P<xorb>{seg})", xet_api.xorb_data, ("GET",)),
-        (r"/_xet/v2/.*", xet_api.not_v1, ("GET", "POST", "HEAD")),
+        (rf"{xet}/v1/reconstructions/(?P<file>{seg})", xet_api.reconstruction, ("GET",)),
+        (rf"{xet}/v1/chunks/(?P<prefix>{seg})/(?P<chunk>{seg})", xet_api.dedup_query, ("GET",)),
+        (rf"{xet}/v1/xorbs/(?P<prefix>{seg})/(?P<xorb>{seg})", xet_api.xorb_upload, ("POST",)),
+        (rf"{xet}/v1/xorbs/(?P<prefix>{seg})/(?P<xorb>{seg})", xet_api.xorb_head, ("HEAD",)),
+        (rf"{xet}/v1/shards", xet_api.shard_upload, ("POST",)),
+        (rf"{xet}/data/(?P<xorb>{seg})", xet_api.xorb_data, ("GET",)),
+        (rf"{xet}/v2/.*", xet_api.not_v1, ("GET", "POST", "HEAD")),
         (rf"{lfs}/batch", transfer.lfs_batch, ("POST",)),
         (rf"{lfs}/verify", transfer.lfs_verify, ("POST",)),
         (rf"{lfs}/(?P<oid>[0-9a-f]{{64}})", transfer.lfs_put, ("PUT",)),
@@ -112,4 +114,13 @@ def routes(hub: Hub) -> list[RawRoute]:
         (rf"{page}/tree/(?P<rev>{seg})(?:/(?P<path>.+))?", pages.tree_page, ("GET",)),
         (rf"{page}/commits/(?P<rev>{seg})", pages.commits_page, ("GET",)),
     ]
-    return [RawRoute(pattern, partial(handler, hub), methods) for pattern, handler, methods in table]
+    return [RawRoute(pattern, partial(_store_checked(handler) if pattern.startswith(xet) else handler, hub), methods)
+            for pattern, handler, methods in table]
+
+
+def _store_checked(handler: Handler) -> Handler:
+    async def checked(hub: Hub, request: Request) -> Response:
+        xet_api.same_store(hub, request)
+        return await handler(hub, request)
+
+    return checked

@@ -42,8 +42,16 @@ MAX_XORB_BODY = MAX_XORB + 4 * 1024 * 1024  # chunks plus xet-core's footer
 _WRITE_BATCH = 1 << 20
 
 
-def cas_url(request: Request) -> str:
-    return f"{base_url(request)}/_xet"
+def cas_url(hub: Hub, request: Request) -> str:
+    """`<hub>/_xet/<store id>`: the id keeps hf_xet's per-URL caches of two stores apart."""
+    return f"{base_url(request)}/_xet/{hub.xet.store_id}"
+
+
+def same_store(hub: Hub, request: Request) -> None:
+    """A CAS URL of another store (a Hub served earlier at this address) is refused."""
+    store = request.path_params.get("store")
+    if store and store != hub.xet.store_id:
+        raise RepoNotFound("this CAS URL names another Hub's Xet store: ask the Hub for a new Xet token")
 
 
 # -- tokens --------------------------------------------------------------------------------
@@ -60,8 +68,9 @@ async def xet_token(hub: Hub, request: Request) -> Response:
     expires, mac = hub.auth.sign("xet-token", str(rid), scope, ttl_s=TOKEN_TTL_S)
     encoded = base64.urlsafe_b64encode(str(rid).encode()).decode().rstrip("=")
     token = f"xet.{encoded}.{scope}.{expires}.{mac}"
-    headers = {"X-Xet-Cas-Url": cas_url(request), "X-Xet-Access-Token": token, "X-Xet-Token-Expiration": str(expires)}
-    return JSONResponse({"accessToken": token, "exp": expires, "casUrl": cas_url(request)}, headers=headers)
+    url = cas_url(hub, request)
+    headers = {"X-Xet-Cas-Url": url, "X-Xet-Access-Token": token, "X-Xet-Token-Expiration": str(expires)}
+    return JSONResponse({"accessToken": token, "exp": expires, "casUrl": url}, headers=headers)
 
 
 def grant(hub: Hub, request: Request, need: str) -> RepoXet:
@@ -105,7 +114,7 @@ def _fetch_info(hub: Hub, request: Request, record: FileRecord, terms: list) -> 
         name = to_hex(t.xorb)
         expires, sig = hub.auth.sign("xet-data", name, f"{lo}-{hi}", ttl_s=URL_TTL_S)
         query = urlencode({"range": f"{lo}-{hi}", "expires": expires, "sig": sig})
-        entry = {"range": {"start": t.start, "end": t.end}, "url": f"{cas_url(request)}/data/{name}?{query}",
+        entry = {"range": {"start": t.start, "end": t.end}, "url": f"{cas_url(hub, request)}/data/{name}?{query}",
                  "url_range": {"start": lo, "end": hi}}  # fmt: skip
         if entry not in fetch.setdefault(name, []):
             fetch[name].append(entry)

@@ -113,6 +113,30 @@ class XetStore:
         for d in (self.xorbs, self.files, self.chunks, self.tmp):
             d.mkdir(parents=True, exist_ok=True)
         self._index_cache = LRU(1024)
+        self.store_id = self._store_id()
+
+    def _store_id(self) -> str:
+        """This store's own id, made once per data root. It goes into the CAS URL: hf_xet keeps
+        its dedup shards per CAS URL, so two Hubs served one after the other at the same address
+        (a throwaway Hub per run at 127.0.0.1:8000) must not share one, or the client skips
+        uploading what only the earlier store holds."""
+        path = self.dir / "store-id"
+        try:
+            found = path.read_text(encoding="ascii").strip()
+            if len(found) == 16 and all(c in "0123456789abcdef" for c in found):
+                return found
+        except OSError:
+            pass
+        new = os.urandom(8).hex()
+        tmp = path.with_name(f".store-id.{os.getpid()}")
+        tmp.write_text(new, encoding="ascii")
+        try:
+            os.link(tmp, path)  # first writer wins; a racing one reads the winner's id
+        except FileExistsError:
+            new = path.read_text(encoding="ascii").strip()
+        finally:
+            tmp.unlink(missing_ok=True)
+        return new
 
     def clean_tmp(self) -> int:
         """Remove leftovers of interrupted uploads (only safe with no upload running)."""

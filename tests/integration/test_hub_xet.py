@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -174,7 +175,10 @@ def test_a_read_only_xet_token_cannot_upload(hub):
     reader = hub.create_token("org", "read", user="reader")
     token = httpx.get(f"{hub.endpoint}/api/kernels/{repo}/xet-read-token/main",
                       headers={"Authorization": f"Bearer {reader}"}).json()  # fmt: skip
-    assert token["casUrl"] == f"{hub.endpoint}/_xet"
+    # the store's own id in the CAS URL keeps hf_xet's per-URL caches of two stores apart
+    assert re.fullmatch(re.escape(f"{hub.endpoint}/_xet/") + "[0-9a-f]{16}", token["casUrl"])
+    other = f"{hub.endpoint}/_xet/{'0' * 16}/v1/xorbs/default/{'0' * 64}"  # a store served here earlier
+    assert httpx.post(other, content=b"x", headers={"Authorization": f"Bearer {token['accessToken']}"}).status_code == 404
     post = httpx.post(f"{token['casUrl']}/v1/xorbs/default/{'0' * 64}", content=b"x",
                       headers={"Authorization": f"Bearer {token['accessToken']}"})  # fmt: skip
     assert post.status_code == 403
