@@ -21,6 +21,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 UNIT_DIR = Path(__file__).resolve().parent / "unit"
 
 
+FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """tests/fixtures/ holds kernel projects whose own tests need their build importable:
+    smoke runs them against a build (with the project as rootdir), this suite never does."""
+    if config.rootpath == REPO_ROOT and (collection_path == FIXTURES_DIR or FIXTURES_DIR in collection_path.parents):
+        return True
+    return None
+
+
 @pytest.fixture(autouse=True)
 def _unit_tests_cannot_touch_the_world(request, monkeypatch):
     """tests/unit/: no process, no network, no build. PIPELINE_GUARD_ALL=1 guards every test:
