@@ -1,7 +1,8 @@
 """Builds shared by the whole test run (no tests here): one per kernel source and backend.
 
 A project is copied to `<root>/<name>-<backend>-<sha256 of its files>/<name>` and built
-there (`build/`), under a file lock: the first pytest-xdist worker that asks builds it,
+into `build/` beside that copy (not inside it: like a build of the workspace's kernel
+elsewhere, the CLI finds its project by name in the workspace), under a file lock: the first pytest-xdist worker that asks builds it,
 the others wait and then find a no-op rebuild. The copy's path depends only on its
 content, so the local builder's object cache (kept in `<root>/cache`, whatever a test
 sets PIPELINE_CACHE_DIR to) makes the next run's build a no-op too; a changed source gets
@@ -114,7 +115,7 @@ def shared_build(project_root: Path, backend: str = "local") -> Path:
     copy = shared_source(Path(project_root), backend)
     _, lock = _slot(copy, backend)
     with _locked(lock), _env(PIPELINE_CACHE_DIR=str(ROOT / "cache"), MAX_JOBS=os.environ.get("MAX_JOBS", "1")):
-        result = build_project(load_project(copy), copy / "build", backend=backend)
+        result = build_project(load_project(copy), copy.parent / "build", backend=backend)
     if not result.variants:
         raise AssertionError(f"the build of {project_root} produced no variant")
-    return copy / "build"
+    return copy.parent / "build"
