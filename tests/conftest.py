@@ -64,27 +64,17 @@ def _cuda_build_available() -> tuple[bool, str]:
 
 
 # Files whose builds and publishes take minutes, handed to the workers first so that the short
-# files fill in at the end (addopts' --no-loadscope-reorder keeps this order).
+# tests fill in at the end. With addopts' `--dist loadgroup --no-loadscope-reorder` and no
+# xdist_group marks, each test goes to the next free worker in this order (a file's module
+# fixtures are made on each worker that runs its tests; builds are shared by tests/shared_builds.py).
 FIRST = ("test_build_cuda.py", "test_publish_rmsnorm.py", "test_smoke.py", "test_hub_compat.py",
          "test_model_check.py", "test_init.py", "test_kernels_cpu.py", "test_contracts_kernels.py",
          "test_contracts_kc.py", "test_publish.py", "test_build.py", "test_migrate.py", "test_noarch.py")
-# Files of independent long tests (each builds its own planted copy): spread over the workers a
-# test at a time. Every other file is one xdist group: one worker, its module fixtures made once.
-SPREAD = ("test_smoke.py",)
 
 
-def _schedule(config, items) -> None:
+def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: collection order within
-    if config.getoption("dist", "no") == "loadgroup":
-        for item in items:
-            if item.path.name not in SPREAD:
-                item.add_marker(pytest.mark.xdist_group(item.path.stem))
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
-def pytest_collection_modifyitems(config, items):
-    _schedule(config, items)
     gpu = _cuda_available()
     nix = shutil.which("nix") is not None
     cuda_build, cuda_reason = _cuda_build_available()
