@@ -63,7 +63,18 @@ def _cuda_build_available() -> tuple[bool, str]:
     return True, ""
 
 
+# Files whose builds and publishes take minutes, handed to the workers first so that the short
+# tests fill in at the end. With addopts' `--dist loadgroup --no-loadscope-reorder` and no
+# xdist_group marks, each test goes to the next free worker in this order (a file's module
+# fixtures are made on each worker that runs its tests; builds are shared by tests/shared_builds.py).
+FIRST = ("test_build_cuda.py", "test_publish_rmsnorm.py", "test_smoke.py", "test_hub_compat.py",
+         "test_model_check.py", "test_init.py", "test_kernels_cpu.py", "test_contracts_kernels.py",
+         "test_contracts_kc.py", "test_publish.py", "test_build.py", "test_migrate.py", "test_noarch.py")
+
+
 def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: collection order within
     gpu = _cuda_available()
     nix = shutil.which("nix") is not None
     cuda_build, cuda_reason = _cuda_build_available()

@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.consumers import ConsumerEnv, ConsumerSpec, ensure_env
 from pipeline.errors import VerifyError
+from shared_builds import shared_build
 
 REPO = Path(__file__).resolve().parents[1]
 RMSNORM = REPO / "kernels-src" / "rmsnorm"
@@ -28,6 +29,13 @@ def rmsnorm_copy(tmp_path: Path) -> Path:
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "rmsnorm"]):
         subprocess.run(["git", *args], cwd=kernel, check=True, capture_output=True, env=env)
     return kernel
+
+
+def rmsnorm_build() -> Path:
+    """kernels-src/rmsnorm's host variant built once for the run (tests/shared_builds.py), for
+    `publish --build-dir` in tests of what follows the build; test_publish_rmsnorm.py builds
+    it through publish, with a fresh build cache."""
+    return shared_build(RMSNORM)
 
 
 def consumer_env(spec: ConsumerSpec) -> ConsumerEnv:

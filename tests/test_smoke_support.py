@@ -1,5 +1,5 @@
 """Shared by test_smoke.py and test_bench.py (no tests here): CPU builds of
-rmsnorm, each made once per test process, and patched copies with planted bugs."""
+rmsnorm, each made once per test run (tests/shared_builds.py), and patched copies with planted bugs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+
+from shared_builds import shared_build, shared_source
 
 REPO = Path(__file__).resolve().parents[1]
 RMSNORM = REPO / "kernels-src" / "rmsnorm"
@@ -63,28 +65,18 @@ def smoke_cases():
              "reference": reference}]
 """
 
-_TMP = Path(tempfile.mkdtemp(prefix="pipeline-rmsnorm-builds-"))
+_TMP = Path(tempfile.mkdtemp(prefix="pipeline-rmsnorm-plants-"))
 atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 
-def build(project_root: Path, out: Path) -> Path:
-    from pipeline.build import build_project
-    from pipeline.project import load_project
-
-    result = build_project(load_project(project_root), out, backend="local")
-    if not result.variants:
-        raise AssertionError("the build produced no variant")
-    return out
-
-
-@functools.lru_cache(maxsize=None)
 def good_build() -> Path:
-    return build(RMSNORM, _TMP / "good" / "build")
+    return shared_build(RMSNORM)
 
 
 @functools.lru_cache(maxsize=None)
 def planted_root(name: str, cases: str | None = None) -> Path:
-    """A copy of rmsnorm with plant `name` in its CPU source (and `cases` as its case file)."""
+    """A copy of rmsnorm with plant `name` in its CPU source (and `cases` as its case file),
+    the shared copy that planted_build builds (tests/shared_builds.py)."""
     root = _TMP / (name + ("-weak" if cases else "")) / "rmsnorm"
     shutil.copytree(RMSNORM, root, ignore=shutil.ignore_patterns("build", "__pycache__", "results"))
     src = root / "rmsnorm_cpu" / "rmsnorm_cpu.cpp"
@@ -96,18 +88,13 @@ def planted_root(name: str, cases: str | None = None) -> Path:
     src.write_text(text)
     if cases is not None:
         (root / "tests" / "smoke_cases.py").write_text(cases)
-    return root
+    return shared_source(root)
 
 
-@functools.lru_cache(maxsize=None)
 def planted_build(name: str, cases: str | None = None) -> Path:
-    root = planted_root(name, cases)
-    return build(root, root / "build")
+    return shared_build(planted_root(name, cases))
 
 
-@functools.lru_cache(maxsize=None)
 def kernel_build(name: str) -> Path:
-    """The CPU build of one of our kernels (kernels-src/<name>), once per test process."""
-    if name == "rmsnorm":
-        return good_build()
-    return build(REPO / "kernels-src" / name, _TMP / name / "build")
+    """The CPU build of one of our kernels (kernels-src/<name>), once per test run."""
+    return shared_build(REPO / "kernels-src" / name)

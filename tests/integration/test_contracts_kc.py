@@ -1,7 +1,7 @@
 """kernels-community's own kernels through their contracts: the CPU variants of
 rmsnorm, activation and rotary, built here from a checkout (PIPELINE_KC, default
-/work/kc; skipped without one) copied to a temporary directory, loaded as
-smoke loads them, and every op bound (inferred, or by --contract) and run.
+/work/kc; skipped without one) copied and built once for the run (tests/shared_builds.py),
+loaded as smoke loads them, and every op bound (inferred, or by --contract) and run.
 Nothing of kernels-community is in this tree. PIPELINE_KC_BUILT=DIR reuses
 builds made before (DIR/<project>/build), to iterate without rebuilding.
 
@@ -15,8 +15,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from pipeline.contracts import Binding, parse_bindings
 from pipeline.smoke.harness import RunState, bookkeeping, run_seed
 from pipeline.smoke.plan import contract_cases, plan_ops
 from pipeline.smoke.run import load_variant
+from shared_builds import shared_build
 
 KC = Path(os.environ.get("PIPELINE_KC", "/work/kc"))
 BUILT = os.environ.get("PIPELINE_KC_BUILT")
@@ -37,27 +36,11 @@ pytestmark = [
                        reason=f"no kernels-community checkout at {KC} (set PIPELINE_KC)"),
 ]
 
-_TMP = Path(tempfile.mkdtemp(prefix="pipeline-kc-builds-"))
-
-
 @functools.lru_cache(maxsize=None)
 def kc_build(name: str) -> Path:
     if BUILT and (Path(BUILT) / name / "build").is_dir():
         return Path(BUILT) / name / "build"
-    from pipeline.build import build_project
-    from pipeline.project import load_project
-
-    root = _TMP / name
-    shutil.copytree(KC / name, root, ignore=shutil.ignore_patterns("build", "__pycache__", ".git"))
-    result = build_project(load_project(root), root / "build", backend="local")
-    assert result.variants, "the build produced no variant"
-    return root / "build"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _cleanup():
-    yield
-    shutil.rmtree(_TMP, ignore_errors=True)
+    return shared_build(KC / name)  # a copy: the checkout is read-only
 
 
 def _ops(name: str):

@@ -19,7 +19,7 @@ from pipeline.consumers import CONSUMERS, ConsumerSpec
 from pipeline.errors import PublishError
 from pipeline.hubclient import guarded, publisher_trusted, read_remote, refuses_kernel_type
 
-from consumer_support import consumer_env, json_of, pipeline_env, rmsnorm_copy, run_pipeline
+from consumer_support import consumer_env, json_of, pipeline_env, rmsnorm_build, rmsnorm_copy, run_pipeline
 
 REPO_ID = "kernels-pipeline/rmsnorm"
 
@@ -88,7 +88,8 @@ def _card(hub, repo_id: str, tmp: Path) -> str:
 
 @pytest.fixture(scope="module")
 def published_with_hf133(tmp_path_factory):
-    """kernels-pipeline/rmsnorm published by `pipeline publish` running with huggingface_hub 1.33.0."""
+    """kernels-pipeline/rmsnorm (the run's shared build) published by `pipeline publish` running
+    with huggingface_hub 1.33.0."""
     from pipeline.hub import EmbeddedHub
 
     tmp = tmp_path_factory.mktemp("hf133")
@@ -97,7 +98,7 @@ def published_with_hf133(tmp_path_factory):
     with EmbeddedHub(tmp / "hub", port=0, trusted_namespaces=["kernels-pipeline"]) as hub:
         env = pipeline_env(hub, PIPELINE_CACHE_DIR=str(tmp / "build-cache"))
         proc = run_pipeline(publisher.python, "publish", REPO_ID, "--kernel", str(kernel), "--endpoint", hub.endpoint,
-                            "--json", env=env)
+                            "--build-dir", str(rmsnorm_build()), "--json", env=env)
         yield publisher, kernel, hub, env, proc
 
 
@@ -125,7 +126,7 @@ def test_publish_with_huggingface_hub_1_33_and_load_with_kernels_016_and_017(pub
 def test_an_untrusted_namespace_is_loaded_as_its_users_must_and_said_so(published_with_hf133):
     publisher, kernel, hub, env, _ = published_with_hf133
     proc = run_pipeline(publisher.python, "publish", "other-org/rmsnorm", "--kernel", str(kernel), "--endpoint",
-                        hub.endpoint, "--json", env={**env, "PIPELINE_CONSUMERS": "kernels==0.16.2,huggingface_hub==1.33.0"})
+                        hub.endpoint, "--build-dir", str(rmsnorm_build()), "--json", env={**env, "PIPELINE_CONSUMERS": "kernels==0.16.2,huggingface_hub==1.33.0"})
     doc = json_of(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     verify = doc["verify"]

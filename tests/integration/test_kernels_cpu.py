@@ -9,13 +9,13 @@ The CUDA variants are built, smoke-tested and benchmarked on a lent H100 or H200
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from pipeline.workspace import resolve
 
+from shared_builds import shared_build
 from values import bundle_of
 
 from pipeline.project import load_project, validate
@@ -38,18 +38,12 @@ def test_project_validates_clean(name):
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """Each kernel's CPU variant, built once per test session (MAX_JOBS=1: the
-    machine is shared). Unchanged sources hit the local builder's cache."""
-    from pipeline.build import build_project
-
-    os.environ.setdefault("MAX_JOBS", "1")
-    out = tmp_path_factory.mktemp("kernels")
-    dirs = {}
-    for name in KERNELS:
-        result = build_project(load_project(REPO / "kernels-src" / name), out / name, backend="local")
-        assert [v.variant.backend for v in result.variants] == ["cpu"]
-        dirs[name] = out / name
+def built():
+    """Each kernel's CPU variant, built once per test run (tests/shared_builds.py)."""
+    dirs = {name: shared_build(REPO / "kernels-src" / name) for name in KERNELS}
+    for name, build in dirs.items():
+        variants = [p.name for p in build.iterdir() if p.is_dir()]
+        assert len(variants) == 1 and "-cpu-" in variants[0], (name, variants)
     return dirs
 
 

@@ -19,7 +19,7 @@ import pytest
 from pipeline.consumers import MODEL_CONSUMERS, child_env
 from pipeline.model_check import ERROR_FACTOR, ModelCase, ModelConfig, ModelReport, config_from_json
 
-from consumer_support import REPO, consumer_env, json_of, pipeline_env, rmsnorm_copy, run_pipeline
+from consumer_support import REPO, consumer_env, json_of, pipeline_env, rmsnorm_build, rmsnorm_copy, run_pipeline
 
 REPO_ID = "kernels-pipeline/rmsnorm"
 
@@ -59,7 +59,7 @@ def test_unknown_model_is_a_usage_error():
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
-    """rmsnorm's CPU variant, built here and published to an embedded Hub (host kernels)."""
+    """rmsnorm's CPU variant (the run's shared build) published to an embedded Hub (host kernels)."""
     import sys
 
     from pipeline.hub import EmbeddedHub
@@ -69,7 +69,7 @@ def published(tmp_path_factory):
     with EmbeddedHub(tmp / "hub", port=0, trusted_namespaces=["kernels-pipeline"]) as hub:
         env = pipeline_env(hub, PIPELINE_CACHE_DIR=str(tmp / "build-cache"))
         proc = run_pipeline(sys.executable, "publish", REPO_ID, "--kernel", str(kernel), "--endpoint", hub.endpoint,
-                            "--no-verify", "--json", env=env)
+                            "--build-dir", str(rmsnorm_build()), "--no-verify", "--json", env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
         yield kernel, hub, env
 
