@@ -91,7 +91,7 @@ def test_an_endless_loop_times_out_within_the_timeout(planted, monkeypatch):
     hung = {r.name: r for r in report.failures}
     assert len(hung) >= 2 and set(hung) == {r.name for r in report.results if "4097" in r.name}
     assert all(r.kind == "timeout" and "no answer within 3 s" in r.message for r in hung.values())
-    assert any(r.passed and r.name == "relu:relu/fp32/3x7/contiguous" for r in report.results)
+    assert any(r.passed and "/3x7/" in r.name for r in report.results)  # the case after them still runs
     assert took < 30 * len(hung), f"{len(hung)} timeouts of 3 s took {took:.0f} s"
 
 
