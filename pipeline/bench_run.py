@@ -32,14 +32,9 @@ __all__ = ["CASE_TIMEOUT_S", "COPY_BYTES", "run_bench"]
 
 @dataclass
 class Timed:
-    """What a run produced, in or out of process."""
+    """What a run produced, in or out of process: what was loaded, then the figures."""
 
-    kernel_name: str
-    kernel_id: str
-    variant: str
-    device: str
-    device_type: str
-    torch: str
+    loaded: BenchLoaded
     copy_gbs: float
     cases: list[CaseBench] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
@@ -60,8 +55,9 @@ def _in_process(bundle: "Bundle", cases: list[dict], *, reps: int, warmup: int, 
                   report=report)
     copy_gbs, results = run_cases(loaded.module, cases, device, reps=reps, warmup=warmup, report=report,
                                   samples=samples)
-    return Timed(loaded.kernel_name, loaded.kernel_id, loaded.variant, name, device.type, torch.__version__,
-                 copy_gbs, list(results))
+    about = BenchLoaded(loaded.kernel_name, loaded.kernel_id, loaded.variant, name, device.type, torch.__version__,
+                        tuple(c["name"] for c in cases))
+    return Timed(about, copy_gbs, list(results))
 
 
 class _BenchWorker:
@@ -127,8 +123,7 @@ def _supervised(bundle: "Bundle", cases_file: Path, *, reps: int, warmup: int, o
         copies = []
         kind, gbs = runner.ask("bench.copy")
         copies += [gbs] if kind == "copy" else []
-        timed = Timed(loaded.kernel_name, loaded.kernel_id, loaded.variant, loaded.device, loaded.device_type,
-                      loaded.torch, float("nan"))
+        timed = Timed(loaded, float("nan"))
         for n, name in enumerate(loaded.cases):
             report(Event("progress", name, n, len(loaded.cases), stage="bench"))
             runner.case(n, name, timed, report)
@@ -166,9 +161,10 @@ def run_bench(bundle: "Bundle", kernel: "Kernel | None", *, reps: int = 100, war
             raise BenchError(f"unknown dtype {dtype!r}", code="bench-dtype-unknown", hint="one of " + ", ".join(DTYPES))
         timed = _supervised(bundle, kernel.bench_cases, reps=reps, warmup=warmup, only=only, dtype=dtype,
                             report=report, cpu_limit_s=cpu_limit_s, samples=samples, timeout_s=timeout_s)
-    return BenchReport(kernel=timed.kernel_name, kernel_id=timed.kernel_id, variant=timed.variant,
-                       device=timed.device, torch=timed.torch, copy_gbs=timed.copy_gbs,
-                       method=method_record(_DeviceType(timed.device_type), reps=reps, warmup=warmup, samples=samples),
+    about = timed.loaded
+    return BenchReport(kernel=about.kernel_name, kernel_id=about.kernel_id, variant=about.variant,
+                       device=about.device, torch=about.torch, copy_gbs=timed.copy_gbs,
+                       method=method_record(_DeviceType(about.device_type), reps=reps, warmup=warmup, samples=samples),
                        cases=tuple(timed.cases), command=command,
                        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), failed=tuple(timed.failed))
 
